@@ -1,0 +1,62 @@
+// `cudascope demo`: a small workload on the current backend (auto by default).
+#include "command.h"
+
+#include <cudascope/cuda.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+struct DemoOptions {
+  int iterations = 20;
+  double kernel_ms = 2.0;
+};
+
+void run_demo(const DemoOptions& options) {
+  using namespace cudascope;
+  // The demo runs wherever it can: a GPU when there is one, else the simulated device.
+  if (std::getenv("CUDASCOPE_BACKEND") == nullptr) setenv("CUDASCOPE_BACKEND", "auto", 1);
+  const std::string backend = cuda::backend_name();
+  if (!cuda::is_available()) {
+    throw std::runtime_error("no device available on the '" + backend + "' backend");
+  }
+  const cuda::DeviceProperties props = cuda::get_device_properties(0);
+  std::printf("cudascope demo on the %s backend: %d device(s), device 0 is %s (sm_%d%d, %.1f GiB)\n",
+              backend.c_str(), cuda::device_count(), props.name.c_str(), props.major, props.minor,
+              static_cast<double>(props.total_memory) / (1ULL << 30));
+
+  cuda::Stream compute(0);
+  cuda::Stream copy(0);
+  cuda::Event start(true), end(true);
+  {
+    cuda::StreamGuard on_compute(compute);
+    cuda::nvtx::Range demo_range("demo");
+    start.record();
+    for (int i = 0; i < options.iterations; ++i) {
+      cuda::nvtx::Range step("step " + std::to_string(i));
+      cuda::busy_wait(std::chrono::nanoseconds(static_cast<long>(options.kernel_ms * 1e6)), compute);
+      if (i % 4 == 0) cuda::busy_wait(std::chrono::nanoseconds(static_cast<long>(options.kernel_ms * 5e5)), copy);
+    }
+    compute.wait_stream(copy);
+    end.record();
+  }
+  end.synchronize();
+  const float elapsed = start.elapsed_time(end);
+  const auto [free_bytes, total_bytes] = cuda::mem_get_info(0);
+  std::printf("ran %d steps of %.1f ms on two streams in %.2f ms; device memory free %.1f of %.1f GiB\n",
+              options.iterations, options.kernel_ms, elapsed, static_cast<double>(free_bytes) / (1ULL << 30),
+              static_cast<double>(total_bytes) / (1ULL << 30));
+}
+
+}  // namespace
+
+CUDASCOPE_COMMAND(demo, 20) {
+  static DemoOptions options;
+  CLI::App* sub = app.add_subcommand("demo", "Run a small workload on the current backend (default: auto)");
+  sub->add_option("--iterations", options.iterations, "Steps to run")->check(CLI::Range(1, 100000));
+  sub->add_option("--kernel-ms", options.kernel_ms, "Length of each step's kernel in ms")->check(CLI::Range(0.0, 1000.0));
+  sub->callback([] { run_demo(options); });
+}

@@ -1,0 +1,10 @@
+#pragma once
+// The cudascope runtime: a torch.cuda-equivalent API in C++ (namespace cudascope::cuda).
+
+#include <cudascope/cuda/device.h>
+#include <cudascope/cuda/error.h>
+#include <cudascope/cuda/event.h>
+#include <cudascope/cuda/kernels.h>
+#include <cudascope/cuda/nvtx.h>
+#include <cudascope/cuda/stream.h>
+#include <cudascope/cuda/version.h>

@@ -1,0 +1,101 @@
+#pragma once
+// The Backend seam: everything that touches a device goes through this interface, served
+// by the CUDA runtime/driver (cuda_backend.cpp) or by the simulated device (sim_backend.cpp).
+//
+// Handles are opaque: a cudaStream_t / cudaEvent_t on cuda, a Sim* object on sim. Stream
+// handle nullptr is the device's default (legacy) stream on both.
+// Thread-safety: every method may be called from any thread. Device memory and virtual
+// memory calls take the device index explicitly; stream and event calls act on the device
+// the handle belongs to.
+
+#include <cudascope/cuda/device.h>
+#include <cudascope/cuda/event.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace cudascope::cuda::detail {
+
+using StreamHandle = void*;
+using EventHandle = void*;
+
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kDefault };
+
+struct EventFlags {
+  bool enable_timing = false;
+  bool blocking = false;
+  bool interprocess = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const noexcept = 0;
+
+  // Devices.
+  virtual int device_count() = 0;  // 0 when no device (never throws for that)
+  virtual DeviceProperties properties(int device) = 0;
+  virtual void set_device(int device) = 0;  // the calling thread's device
+  virtual void synchronize_device(int device) = 0;
+  virtual std::pair<std::size_t, std::size_t> mem_get_info(int device) = 0;
+  virtual bool can_access_peer(int device, int peer) = 0;
+  virtual void enable_peer_access(int device, int peer) = 0;
+
+  // Device memory. malloc returns nullptr when the device is out of memory (the caller
+  // decides whether to free caches and retry); other failures throw.
+  virtual void* malloc(int device, std::size_t size) = 0;
+  virtual void free(int device, void* ptr) = 0;
+  virtual void* malloc_host_pinned(std::size_t size) = 0;
+  virtual void free_host_pinned(void* ptr) = 0;
+
+  // Virtual memory, for expandable segments. map/unmap work in multiples of granularity().
+  virtual std::size_t vm_granularity(int device) = 0;
+  virtual void* vm_reserve(int device, std::size_t size) = 0;
+  virtual void vm_release(int device, void* base, std::size_t size) = 0;
+  // Backs [ptr, ptr+size) with physical memory; false when the device is out of memory.
+  virtual bool vm_map(int device, void* ptr, std::size_t size) = 0;
+  virtual void vm_unmap(int device, void* ptr, std::size_t size) = 0;
+
+  // Streams.
+  virtual StreamHandle stream_create(int device, int priority) = 0;
+  virtual void stream_destroy(int device, StreamHandle stream) = 0;
+  virtual bool stream_query(int device, StreamHandle stream) = 0;
+  virtual void stream_synchronize(int device, StreamHandle stream) = 0;
+  virtual void stream_wait_event(int device, StreamHandle stream, EventHandle event) = 0;
+  virtual std::pair<int, int> stream_priority_range() = 0;
+  virtual std::int64_t stream_id(int device, StreamHandle stream) = 0;
+
+  // Events.
+  virtual EventHandle event_create(int device, EventFlags flags) = 0;
+  virtual void event_destroy(int device, EventHandle event) = 0;
+  virtual void event_record(int device, EventHandle event, StreamHandle stream) = 0;
+  virtual bool event_query(int device, EventHandle event) = 0;
+  virtual void event_synchronize(int device, EventHandle event) = 0;
+  virtual float event_elapsed_ms(EventHandle start, EventHandle end) = 0;
+  virtual IpcEventHandle event_ipc_handle(int device, EventHandle event) = 0;
+  virtual EventHandle event_open_ipc(int device, const IpcEventHandle& handle) = 0;
+
+  // Copies and fills, ordered on `stream`.
+  virtual void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind kind,
+                            StreamHandle stream) = 0;
+  virtual void memset_async(int device, void* dst, int value, std::size_t bytes, StreamHandle stream) = 0;
+
+  // The runtime's own kernels. spin: occupies `stream` for about `nanoseconds` (tests and
+  // demos use it as a kernel of known length).
+  virtual void launch_spin(int device, StreamHandle stream, std::uint64_t nanoseconds) = 0;
+};
+
+// The process's backend, chosen once from CUDASCOPE_BACKEND (cuda|sim|auto, default cuda).
+// Throws cuda::Error naming the valid backends when the value is unknown.
+Backend& backend();
+
+std::unique_ptr<Backend> make_sim_backend();
+// nullptr when this build has no cuda backend.
+std::unique_ptr<Backend> make_cuda_backend();
+// True when the cuda backend would find a device (used by auto selection).
+bool cuda_backend_has_device();
+
+}  // namespace cudascope::cuda::detail

@@ -1,0 +1,271 @@
+// The simulated device: host memory and worker threads standing in for a GPU, so that
+// everything above the Backend seam runs in CI and on machines without a GPU.
+#include "backend.h"
+#include "sim_event.h"
+#include "sim_memory.h"
+#include "sim_stream.h"
+
+#include "../check.h"
+#include "../runtime_state.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cudascope::cuda::detail {
+namespace {
+
+constexpr int kDefaultDevices = 2;
+constexpr std::size_t kDefaultCapacity = 16ULL << 30;
+
+int read_device_count() {
+  const char* text = std::getenv("CUDASCOPE_SIM_DEVICES");
+  if (text == nullptr || *text == '\0') return kDefaultDevices;
+  char* end = nullptr;
+  const long count = std::strtol(text, &end, 10);
+  CUDASCOPE_CHECK(*end == '\0' && count >= 1 && count <= 64, error_code::kInvalidValue, "CUDASCOPE_SIM_DEVICES",
+                  std::string("CUDASCOPE_SIM_DEVICES='") + text + "' must be a number from 1 to 64");
+  return static_cast<int>(count);
+}
+
+std::size_t read_capacity() {
+  const char* text = std::getenv("CUDASCOPE_SIM_MEMORY");
+  if (text == nullptr || *text == '\0') return kDefaultCapacity;
+  return parse_byte_size(text, "CUDASCOPE_SIM_MEMORY");
+}
+
+class SimBackend final : public Backend {
+ public:
+  SimBackend() : device_count_(read_device_count()), capacity_(read_capacity()) {
+    devices_ = std::make_unique<SimDevice[]>(static_cast<std::size_t>(device_count_));
+  }
+
+  ~SimBackend() override {
+    // Streams join their workers; drain them before the memory they may touch goes away.
+    for (int i = 0; i < device_count_; ++i) {
+      std::lock_guard lock(devices_[i].streams_mutex);
+      devices_[i].streams.clear();
+      devices_[i].default_stream.reset();
+    }
+  }
+
+  const char* name() const noexcept override { return "sim"; }
+  int device_count() override { return device_count_; }
+
+  DeviceProperties properties(int device) override {
+    check_device(device, "cudaGetDeviceProperties");
+    DeviceProperties props;
+    props.name = "cudascope sim device";
+    props.major = 9;
+    props.minor = 0;
+    props.total_memory = capacity_;
+    props.multi_processor_count = 132;
+    for (std::size_t i = 0; i < props.uuid.size(); ++i) {
+      props.uuid[i] = static_cast<std::uint8_t>(0x5a ^ (i * 17) ^ static_cast<std::size_t>(device));
+    }
+    props.l2_cache_size = 50 << 20;
+    props.max_threads_per_multi_processor = 2048;
+    props.regs_per_multiprocessor = 65536;
+    props.shared_memory_per_block = 48 << 10;
+    props.shared_memory_per_multiprocessor = 228 << 10;
+    props.clock_rate_khz = 1980000;
+    props.memory_clock_rate_khz = 2619000;
+    props.memory_bus_width = 5120;
+    props.pci_bus_id = device;
+    return props;
+  }
+
+  void set_device(int device) override { check_device(device, "cudaSetDevice"); }
+
+  void synchronize_device(int device) override {
+    check_device(device, "cudaDeviceSynchronize");
+    SimDevice& d = devices_[static_cast<std::size_t>(device)];
+    std::vector<SimStream*> streams;
+    {
+      std::lock_guard lock(d.streams_mutex);
+      if (d.default_stream) streams.push_back(d.default_stream.get());
+      for (auto& stream : d.streams) streams.push_back(stream.get());
+    }
+    for (SimStream* stream : streams) stream->synchronize();
+  }
+
+  std::pair<std::size_t, std::size_t> mem_get_info(int device) override {
+    SimMemory& memory = memory_of(device, "cudaMemGetInfo");
+    return {memory.capacity() - memory.used(), memory.capacity()};
+  }
+
+  bool can_access_peer(int device, int peer) override {
+    check_device(device, "cudaDeviceCanAccessPeer");
+    check_device(peer, "cudaDeviceCanAccessPeer");
+    return device != peer;
+  }
+
+  void enable_peer_access(int device, int peer) override {
+    CUDASCOPE_CHECK(can_access_peer(device, peer), error_code::kPeerAccessUnsupported, "cudaDeviceEnablePeerAccess",
+                    "device " + std::to_string(device) + " cannot access itself as a peer");
+  }
+
+  void* malloc(int device, std::size_t size) override { return memory_of(device, "cudaMalloc").allocate(size); }
+  void free(int device, void* ptr) override {
+    synchronize_device(device);  // cudaFree synchronises the device
+    memory_of(device, "cudaFree").release(ptr);
+  }
+  void* malloc_host_pinned(std::size_t size) override { return std::malloc(size == 0 ? 1 : size); }
+  void free_host_pinned(void* ptr) override { std::free(ptr); }
+
+  std::size_t vm_granularity(int device) override {
+    check_device(device, "cuMemGetAllocationGranularity");
+    return SimMemory::kGranularity;
+  }
+  void* vm_reserve(int device, std::size_t size) override { return memory_of(device, "cuMemAddressReserve").reserve(size); }
+  void vm_release(int device, void* base, std::size_t size) override {
+    memory_of(device, "cuMemAddressFree").unreserve(base, size);
+  }
+  bool vm_map(int device, void* ptr, std::size_t size) override { return memory_of(device, "cuMemMap").map(ptr, size); }
+  void vm_unmap(int device, void* ptr, std::size_t size) override {
+    synchronize_device(device);
+    memory_of(device, "cuMemUnmap").unmap(ptr, size);
+  }
+
+  StreamHandle stream_create(int device, int priority) override {
+    check_device(device, "cudaStreamCreateWithPriority");
+    auto stream = std::make_unique<SimStream>(device, priority, next_stream_id_.fetch_add(1));
+    SimStream* handle = stream.get();
+    SimDevice& d = devices_[static_cast<std::size_t>(device)];
+    std::lock_guard lock(d.streams_mutex);
+    d.streams.push_back(std::move(stream));
+    return handle;
+  }
+
+  void stream_destroy(int device, StreamHandle stream) override {
+    SimDevice& d = devices_[static_cast<std::size_t>(device)];
+    std::unique_ptr<SimStream> doomed;
+    {
+      std::lock_guard lock(d.streams_mutex);
+      for (auto it = d.streams.begin(); it != d.streams.end(); ++it) {
+        if (it->get() == stream) {
+          doomed = std::move(*it);
+          d.streams.erase(it);
+          break;
+        }
+      }
+    }
+  }
+
+  bool stream_query(int device, StreamHandle stream) override { return stream_of(device, stream).query(); }
+  void stream_synchronize(int device, StreamHandle stream) override { stream_of(device, stream).synchronize(); }
+
+  void stream_wait_event(int device, StreamHandle stream, EventHandle event) override {
+    auto* sim_event = static_cast<SimEvent*>(event);
+    const std::uint64_t generation = sim_event->issued();
+    if (sim_event->state()->reached(generation)) return;
+    stream_of(device, stream).enqueue([state = sim_event->state(), generation] { state->wait_for(generation); });
+  }
+
+  std::pair<int, int> stream_priority_range() override { return {0, -5}; }
+
+  std::int64_t stream_id(int device, StreamHandle stream) override { return stream_of(device, stream).id(); }
+
+  EventHandle event_create(int device, EventFlags flags) override {
+    check_device(device, "cudaEventCreateWithFlags");
+    return new SimEvent(device, flags.enable_timing, flags.interprocess);
+  }
+  void event_destroy(int, EventHandle event) override { delete static_cast<SimEvent*>(event); }
+
+  void event_record(int device, EventHandle event, StreamHandle stream) override {
+    auto* sim_event = static_cast<SimEvent*>(event);
+    const std::uint64_t generation = sim_event->issue();
+    stream_of(device, stream).enqueue([state = sim_event->state(), generation] { state->complete(generation); });
+    if (launch_blocking()) stream_of(device, stream).synchronize();
+  }
+
+  bool event_query(int, EventHandle event) override {
+    return static_cast<SimEvent*>(event)->done();
+  }
+
+  void event_synchronize(int, EventHandle event) override {
+    auto* sim_event = static_cast<SimEvent*>(event);
+    sim_event->state()->wait_for(sim_event->issued());
+  }
+
+  float event_elapsed_ms(EventHandle start, EventHandle end) override {
+    auto* a = static_cast<SimEvent*>(start);
+    auto* b = static_cast<SimEvent*>(end);
+    CUDASCOPE_CHECK(a->timing() && b->timing(), error_code::kInvalidResourceHandle, "cudaEventElapsedTime",
+                    "both events must be created with enable_timing=true");
+    CUDASCOPE_CHECK(a->issued() > 0 && b->issued() > 0 && a->done() && b->done(),
+                    error_code::kNotReady, "cudaEventElapsedTime", "both events must be recorded and complete");
+    return static_cast<float>(static_cast<double>(b->completed_at_ns() - a->completed_at_ns()) / 1e6);
+  }
+
+  IpcEventHandle event_ipc_handle(int, EventHandle event) override { return static_cast<SimEvent*>(event)->ipc_handle(); }
+  EventHandle event_open_ipc(int device, const IpcEventHandle& handle) override {
+    check_device(device, "cudaIpcOpenEventHandle");
+    return new SimEvent(device, handle);
+  }
+
+  void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind, StreamHandle stream) override {
+    stream_of(device, stream).enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
+    if (launch_blocking()) stream_of(device, stream).synchronize();
+  }
+
+  void memset_async(int device, void* dst, int value, std::size_t bytes, StreamHandle stream) override {
+    stream_of(device, stream).enqueue([dst, value, bytes] { std::memset(dst, value, bytes); });
+    if (launch_blocking()) stream_of(device, stream).synchronize();
+  }
+
+  void launch_spin(int device, StreamHandle stream, std::uint64_t nanoseconds) override {
+    stream_of(device, stream).enqueue([nanoseconds] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(nanoseconds);
+      std::this_thread::sleep_until(until);
+    });
+    if (launch_blocking()) stream_of(device, stream).synchronize();
+  }
+
+ private:
+  struct SimDevice {
+    std::once_flag memory_once;
+    std::unique_ptr<SimMemory> memory;
+    std::mutex streams_mutex;
+    std::unique_ptr<SimStream> default_stream;
+    std::vector<std::unique_ptr<SimStream>> streams;
+  };
+
+  void check_device(int device, const char* call) const {
+    CUDASCOPE_CHECK(device >= 0 && device < device_count_, error_code::kInvalidDevice, call,
+                    "sim device " + std::to_string(device) + " does not exist (CUDASCOPE_SIM_DEVICES=" +
+                        std::to_string(device_count_) + ")");
+  }
+
+  SimMemory& memory_of(int device, const char* call) {
+    check_device(device, call);
+    SimDevice& d = devices_[static_cast<std::size_t>(device)];
+    std::call_once(d.memory_once, [&] { d.memory = std::make_unique<SimMemory>(device, capacity_); });
+    return *d.memory;
+  }
+
+  SimStream& stream_of(int device, StreamHandle stream) {
+    if (stream != nullptr) return *static_cast<SimStream*>(stream);
+    check_device(device, "cudaStreamLegacy");
+    SimDevice& d = devices_[static_cast<std::size_t>(device)];
+    std::lock_guard lock(d.streams_mutex);
+    if (!d.default_stream) d.default_stream = std::make_unique<SimStream>(device, 0, 0);
+    return *d.default_stream;
+  }
+
+  const int device_count_;
+  const std::size_t capacity_;
+  std::unique_ptr<SimDevice[]> devices_;
+  std::atomic<std::int64_t> next_stream_id_{1};
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_sim_backend() { return std::make_unique<SimBackend>(); }
+
+}  // namespace cudascope::cuda::detail

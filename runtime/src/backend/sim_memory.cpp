@@ -1,0 +1,181 @@
+#include "sim_memory.h"
+
+#include "../check.h"
+
+#include <sys/mman.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace cudascope::cuda::detail {
+namespace {
+
+// Each device gets its own terabyte of address space at a fixed place when the kernel
+// allows it, so addresses repeat from run to run (replays and snapshots compare equal).
+constexpr std::uintptr_t kFirstDeviceBase = 0x200000000000ULL;
+constexpr std::uintptr_t kDeviceSpan = 0x10000000000ULL;  // 1 TiB per device
+constexpr std::uintptr_t kVmOffset = kDeviceSpan / 2;
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+std::uintptr_t map_range(std::uintptr_t hint, std::size_t size, int protection) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+#ifdef MAP_FIXED_NOREPLACE
+  void* at = mmap(reinterpret_cast<void*>(hint), size, protection, flags | MAP_FIXED_NOREPLACE, -1, 0);
+  if (at != MAP_FAILED) return reinterpret_cast<std::uintptr_t>(at);
+#endif
+  void* anywhere = mmap(reinterpret_cast<void*>(hint), size, protection, flags, -1, 0);
+  if (anywhere == MAP_FAILED) {
+    throw_error(error_code::kMemoryAllocation, "mmap", __FILE__, __LINE__,
+                "cannot reserve " + std::to_string(size) + " bytes of address space for the sim device: " +
+                    std::strerror(errno));
+  }
+  return reinterpret_cast<std::uintptr_t>(anywhere);
+}
+
+// Takes `size` bytes from the lowest free range that fits; 0 when none does.
+std::uintptr_t take_first_fit(std::map<std::uintptr_t, std::size_t>& free_ranges, std::size_t size) {
+  for (auto it = free_ranges.begin(); it != free_ranges.end(); ++it) {
+    if (it->second < size) continue;
+    const std::uintptr_t start = it->first;
+    const std::size_t rest = it->second - size;
+    free_ranges.erase(it);
+    if (rest > 0) free_ranges.emplace(start + size, rest);
+    return start;
+  }
+  return 0;
+}
+
+void give_back(std::map<std::uintptr_t, std::size_t>& free_ranges, std::uintptr_t start, std::size_t size) {
+  auto next = free_ranges.lower_bound(start);
+  if (next != free_ranges.end() && start + size == next->first) {
+    size += next->second;
+    next = free_ranges.erase(next);
+  }
+  if (next != free_ranges.begin()) {
+    auto previous = std::prev(next);
+    if (previous->first + previous->second == start) {
+      previous->second += size;
+      return;
+    }
+  }
+  free_ranges.emplace(start, size);
+}
+
+}  // namespace
+
+SimMemory::SimMemory(int device, std::size_t capacity) : device_(device), capacity_(capacity) {
+  const std::uintptr_t hint = kFirstDeviceBase + static_cast<std::uintptr_t>(device) * kDeviceSpan;
+  heap_base_ = map_range(hint, capacity_, PROT_READ | PROT_WRITE);
+  free_ranges_.emplace(heap_base_, capacity_);
+  // Expandable segments reserve more address space than they map; allow 4x the capacity.
+  vm_span_ = capacity_ * 4;
+  vm_base_ = map_range(hint + kVmOffset, vm_span_, PROT_NONE);
+  vm_free_.emplace(vm_base_, vm_span_);
+}
+
+SimMemory::~SimMemory() {
+  munmap(reinterpret_cast<void*>(heap_base_), capacity_);
+  munmap(reinterpret_cast<void*>(vm_base_), vm_span_);
+}
+
+void* SimMemory::allocate(std::size_t size) {
+  const std::size_t rounded = round_up(size == 0 ? 1 : size, kAlignment);
+  std::lock_guard lock(mutex_);
+  if (used_ + rounded > capacity_) return nullptr;
+  const std::uintptr_t start = take_first_fit(free_ranges_, rounded);
+  if (start == 0) return nullptr;
+  allocations_.emplace(start, rounded);
+  used_ += rounded;
+  return reinterpret_cast<void*>(start);
+}
+
+void SimMemory::release(void* ptr) {
+  const auto start = reinterpret_cast<std::uintptr_t>(ptr);
+  std::lock_guard lock(mutex_);
+  const auto found = allocations_.find(start);
+  CUDASCOPE_CHECK(found != allocations_.end(), error_code::kInvalidValue, "cudaFree",
+                  "pointer " + std::to_string(start) + " was not allocated on sim device " + std::to_string(device_));
+  const std::size_t size = found->second;
+  allocations_.erase(found);
+  madvise(ptr, size, MADV_DONTNEED);  // give the RAM back; the range stays reserved
+  give_back(free_ranges_, start, size);
+  used_ -= size;
+}
+
+void* SimMemory::reserve(std::size_t size) {
+  const std::size_t rounded = round_up(size, kGranularity);
+  std::lock_guard lock(mutex_);
+  const std::uintptr_t start = take_first_fit(vm_free_, rounded);
+  CUDASCOPE_CHECK(start != 0, error_code::kMemoryAllocation, "cuMemAddressReserve",
+                  "sim device " + std::to_string(device_) + " has no address range of " + std::to_string(rounded) +
+                      " bytes left");
+  vm_reserved_.emplace(start, rounded);
+  return reinterpret_cast<void*>(start);
+}
+
+void SimMemory::unreserve(void* base, std::size_t size) {
+  const auto start = reinterpret_cast<std::uintptr_t>(base);
+  std::lock_guard lock(mutex_);
+  const auto found = vm_reserved_.find(start);
+  CUDASCOPE_CHECK(found != vm_reserved_.end(), error_code::kInvalidValue, "cuMemAddressFree",
+                  "address range was not reserved on sim device " + std::to_string(device_));
+  (void)size;
+  give_back(vm_free_, start, found->second);
+  vm_reserved_.erase(found);
+}
+
+bool SimMemory::map(void* ptr, std::size_t size) {
+  std::lock_guard lock(mutex_);
+  if (used_ + size > capacity_) return false;
+  CUDASCOPE_CHECK(mprotect(ptr, size, PROT_READ | PROT_WRITE) == 0, error_code::kInvalidValue, "cuMemMap",
+                  std::strerror(errno));
+  used_ += size;
+  return true;
+}
+
+void SimMemory::unmap(void* ptr, std::size_t size) {
+  std::lock_guard lock(mutex_);
+  madvise(ptr, size, MADV_DONTNEED);
+  CUDASCOPE_CHECK(mprotect(ptr, size, PROT_NONE) == 0, error_code::kInvalidValue, "cuMemUnmap", std::strerror(errno));
+  used_ -= size;
+}
+
+std::size_t SimMemory::used() const {
+  std::lock_guard lock(mutex_);
+  return used_;
+}
+
+bool SimMemory::owns(const void* ptr) const noexcept {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  return (address >= heap_base_ && address < heap_base_ + capacity_) ||
+         (address >= vm_base_ && address < vm_base_ + vm_span_);
+}
+
+std::size_t parse_byte_size(const char* text, const char* what) {
+  const std::string value = text;
+  std::size_t digits = 0;
+  while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
+  std::string unit = value.substr(digits);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::size_t multiplier = 0;
+  if (unit.empty() || unit == "b") multiplier = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") multiplier = 1ULL << 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib") multiplier = 1ULL << 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib") multiplier = 1ULL << 30;
+  else if (unit == "t" || unit == "tb" || unit == "tib") multiplier = 1ULL << 40;
+  if (digits == 0 || multiplier == 0 || digits > 15) {
+    throw_error(error_code::kInvalidValue, what, __FILE__, __LINE__,
+                std::string(what) + "='" + value + "' is not a byte size such as 16GiB, 512MiB or 1048576");
+  }
+  const std::size_t size = std::stoull(value.substr(0, digits)) * multiplier;
+  if (size == 0 || size > (256ULL << 30)) {
+    throw_error(error_code::kInvalidValue, what, __FILE__, __LINE__,
+                std::string(what) + "='" + value + "' must be between 1 byte and 256GiB");
+  }
+  return size;
+}
+
+}  // namespace cudascope::cuda::detail

@@ -1,0 +1,58 @@
+#include "sim_stream.h"
+
+#include <pthread.h>
+
+#include <string>
+
+namespace cudascope::cuda::detail {
+
+SimStream::SimStream(int device, int priority, std::int64_t id)
+    : device_(device), priority_(priority), id_(id), worker_([this] { run(); }) {}
+
+SimStream::~SimStream() {
+  {
+    std::unique_lock lock(mutex_);
+    drained_.wait(lock, [this] { return queue_.empty() && !running_work_; });
+    stopping_ = true;
+  }
+  work_ready_.notify_one();
+  worker_.join();
+}
+
+void SimStream::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  work_ready_.notify_one();
+}
+
+bool SimStream::query() {
+  std::lock_guard lock(mutex_);
+  return queue_.empty() && !running_work_;
+}
+
+void SimStream::synchronize() {
+  std::unique_lock lock(mutex_);
+  drained_.wait(lock, [this] { return queue_.empty() && !running_work_; });
+}
+
+void SimStream::run() {
+  const std::string thread_name = "sim-d" + std::to_string(device_) + "-s" + std::to_string(id_);
+  pthread_setname_np(pthread_self(), thread_name.substr(0, 15).c_str());
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping and drained
+    std::function<void()> work = std::move(queue_.front());
+    queue_.pop_front();
+    running_work_ = true;
+    lock.unlock();
+    work();
+    lock.lock();
+    running_work_ = false;
+    if (queue_.empty()) drained_.notify_all();
+  }
+}
+
+}  // namespace cudascope::cuda::detail

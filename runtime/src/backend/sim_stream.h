@@ -1,0 +1,44 @@
+#pragma once
+// A simulated stream: one worker thread executing queued work in order.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace cudascope::cuda::detail {
+
+class SimStream {
+ public:
+  SimStream(int device, int priority, std::int64_t id);
+  ~SimStream();  // drains the queue, then joins the worker
+  SimStream(const SimStream&) = delete;
+  SimStream& operator=(const SimStream&) = delete;
+
+  // Queues `work`; it runs on the worker after everything queued before it.
+  void enqueue(std::function<void()> work);
+  bool query();
+  void synchronize();
+
+  int device() const noexcept { return device_; }
+  int priority() const noexcept { return priority_; }
+  std::int64_t id() const noexcept { return id_; }
+
+ private:
+  void run();
+
+  const int device_;
+  const int priority_;
+  const std::int64_t id_;
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable drained_;
+  std::deque<std::function<void()>> queue_;
+  bool running_work_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace cudascope::cuda::detail

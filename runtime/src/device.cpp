@@ -1,0 +1,226 @@
+// Devices, lazy initialisation, fork detection and the sync-debug mode.
+#include <cudascope/cuda/device.h>
+
+#include "check.h"
+#include "runtime_state.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+namespace cudascope::cuda {
+namespace detail {
+namespace {
+
+std::atomic<bool> initialized{false};
+std::atomic<bool> in_bad_fork{false};
+std::once_flag init_once;
+std::atomic<int> sync_debug_mode{0};
+thread_local int current_device_of_thread = 0;
+
+void mark_bad_fork() {
+  if (initialized.load()) in_bad_fork.store(true);
+}
+
+bool read_launch_blocking() {
+  const char* value = std::getenv("CUDA_LAUNCH_BLOCKING");
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+}  // namespace
+
+void throw_error(int code, const char* call, const char* file, int line, const std::string& detail) {
+  if (code == error_code::kMemoryAllocation) throw OutOfMemoryError(call, file, line, detail);
+  throw Error(code, call, file, line, detail);
+}
+
+Backend& lazy_backend() {
+  if (in_bad_fork.load(std::memory_order_relaxed)) {
+    throw Error(error_code::kInitializationError, "cudascope::cuda::init", __FILE__, __LINE__,
+                "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+                "initialise the runtime only in the child processes (spawn, not fork)");
+  }
+  Backend& selected = backend();
+  if (!initialized.load(std::memory_order_acquire)) {
+    std::call_once(init_once, [&] {
+      pthread_atfork(nullptr, nullptr, &mark_bad_fork);
+      initialized.store(true, std::memory_order_release);
+    });
+  }
+  return selected;
+}
+
+int resolve_device(int device) {
+  Backend& b = lazy_backend();
+  int index = device < 0 ? current_device_of_thread : device;
+  const int count = b.device_count();
+  if (count == 0) {
+    throw Error(error_code::kNoDevice, "cudascope::cuda", __FILE__, __LINE__,
+                std::string("no device is available on the '") + b.name() + "' backend");
+  }
+  if (index >= count) {
+    throw Error(error_code::kInvalidDevice, "cudascope::cuda", __FILE__, __LINE__,
+                "device index " + std::to_string(index) + " is out of range (device_count() = " +
+                    std::to_string(count) + ")");
+  }
+  return index;
+}
+
+void on_synchronizing_call(const char* call) {
+  const int mode = sync_debug_mode.load(std::memory_order_relaxed);
+  if (mode == 0) return;
+  if (mode == 2) {
+    throw Error(error_code::kNotSupported, call, __FILE__, __LINE__,
+                "called a synchronizing CUDA operation while sync_debug_mode is 'error'");
+  }
+  std::fprintf(stderr, "cudascope: warning: %s is a synchronizing CUDA operation (sync_debug_mode 'warn')\n", call);
+}
+
+bool launch_blocking() {
+  static const bool blocking = read_launch_blocking();
+  return blocking;
+}
+
+int thread_device() { return current_device_of_thread; }
+
+void set_thread_device(int device) {
+  if (device == current_device_of_thread) return;
+  lazy_backend().set_device(device);
+  current_device_of_thread = device;
+}
+
+}  // namespace detail
+
+std::string DeviceProperties::uuid_string() const {
+  char text[64];
+  const auto& u = uuid;
+  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return text;
+}
+
+std::string backend_name() { return detail::backend().name(); }
+
+bool is_available() {
+  try {
+    return detail::lazy_backend().device_count() > 0;
+  } catch (const Error&) {
+    if (detail::in_bad_fork.load()) throw;
+    return false;
+  }
+}
+
+bool is_initialized() { return detail::initialized.load() && !detail::in_bad_fork.load(); }
+
+void init() { detail::lazy_backend(); }
+
+int device_count() {
+  if (detail::in_bad_fork.load()) detail::lazy_backend();  // throws the fork error
+  return detail::lazy_backend().device_count();
+}
+
+int current_device() {
+  detail::lazy_backend();
+  return detail::current_device_of_thread;
+}
+
+void set_device(int device) {
+  if (device < 0) return;
+  detail::set_thread_device(detail::resolve_device(device));
+}
+
+void synchronize(int device) {
+  const int index = detail::resolve_device(device);
+  detail::on_synchronizing_call("cudaDeviceSynchronize");
+  detail::lazy_backend().synchronize_device(index);
+}
+
+std::string get_device_name(int device) { return get_device_properties(device).name; }
+
+std::pair<int, int> get_device_capability(int device) {
+  const DeviceProperties props = get_device_properties(device);
+  return {props.major, props.minor};
+}
+
+DeviceProperties get_device_properties(int device) {
+  const int index = detail::resolve_device(device);
+  return detail::lazy_backend().properties(index);
+}
+
+std::vector<std::string> get_arch_list() {
+  std::vector<std::string> archs;
+#ifdef CUDASCOPE_CUDA_ARCHS
+  std::stringstream list(CUDASCOPE_CUDA_ARCHS);
+  for (std::string arch; std::getline(list, arch, ',');) {
+    if (!arch.empty()) archs.push_back("sm_" + arch.substr(0, arch.find('-')));
+  }
+#endif
+  return archs;
+}
+
+std::string get_gencode_flags() {
+  std::string flags;
+  for (const std::string& arch : get_arch_list()) {
+    const std::string number = arch.substr(3);
+    if (!flags.empty()) flags += ' ';
+    flags += "-gencode compute=compute_" + number + ",code=" + arch;
+  }
+  return flags;
+}
+
+bool can_device_access_peer(int device, int peer_device) {
+  const int a = detail::resolve_device(device);
+  const int b = detail::resolve_device(peer_device);
+  if (a == b) return false;
+  return detail::lazy_backend().can_access_peer(a, b);
+}
+
+std::pair<std::size_t, std::size_t> mem_get_info(int device) {
+  const int index = detail::resolve_device(device);
+  return detail::lazy_backend().mem_get_info(index);
+}
+
+int get_sync_debug_mode() { return detail::sync_debug_mode.load(); }
+
+void set_sync_debug_mode(int mode) {
+  if (mode < 0 || mode > 2) {
+    throw Error(error_code::kInvalidValue, "set_sync_debug_mode", __FILE__, __LINE__,
+                "mode " + std::to_string(mode) + " is not one of 0 (default), 1 (warn), 2 (error)");
+  }
+  detail::sync_debug_mode.store(mode);
+}
+
+void set_sync_debug_mode(const std::string& mode) {
+  if (mode == "default") return set_sync_debug_mode(0);
+  if (mode == "warn") return set_sync_debug_mode(1);
+  if (mode == "error") return set_sync_debug_mode(2);
+  throw Error(error_code::kInvalidValue, "set_sync_debug_mode", __FILE__, __LINE__,
+              "mode '" + mode + "' is not one of default, warn, error");
+}
+
+DeviceGuard::DeviceGuard(int device) noexcept {
+  if (device < 0) return;
+  original_ = detail::current_device_of_thread;
+  try {
+    detail::set_thread_device(device);
+  } catch (...) {
+    // A guard cannot throw (it may be built during unwinding): an invalid index becomes
+    // the thread's device, so the first call that uses it throws and names it.
+    detail::current_device_of_thread = device;
+  }
+}
+
+DeviceGuard::~DeviceGuard() noexcept {
+  if (original_ < 0) return;
+  try {
+    detail::set_thread_device(original_);
+  } catch (...) {
+  }
+}
+
+}  // namespace cudascope::cuda

@@ -1,0 +1,149 @@
+// Streams: pools per device and priority (as torch's), and the per-thread current stream.
+#include <cudascope/cuda/event.h>
+#include <cudascope/cuda/stream.h>
+
+#include "check.h"
+#include "runtime_state.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace cudascope::cuda {
+namespace detail {
+namespace {
+
+// Like torch, Stream() hands out streams round-robin from a fixed pool per device and
+// priority, created on first use, so constructing Streams in a loop creates no more
+// than kPoolSize streams.
+constexpr int kPoolSize = 32;
+constexpr int kMaxPriorities = 8;
+
+struct PoolSlot {
+  std::once_flag created;
+  StreamHandle handle = nullptr;
+  std::int64_t id = 0;
+};
+
+struct DevicePools {
+  std::array<std::array<PoolSlot, kPoolSize>, kMaxPriorities> slots;
+  std::array<std::atomic<unsigned>, kMaxPriorities> next{};
+};
+
+std::vector<std::unique_ptr<DevicePools>>& pools() {
+  static auto* all = [] {
+    auto* table = new std::vector<std::unique_ptr<DevicePools>>();
+    const int count = lazy_backend().device_count();
+    for (int i = 0; i < count; ++i) table->push_back(std::make_unique<DevicePools>());
+    return table;
+  }();
+  return *all;
+}
+
+struct CurrentStream {
+  StreamHandle handle = nullptr;
+  std::int64_t id = 0;
+  int priority = 0;
+};
+
+// Per thread, per device; grown on first use.
+thread_local std::vector<CurrentStream> current_streams;
+
+CurrentStream& current_slot(int device) {
+  if (current_streams.size() <= static_cast<std::size_t>(device)) {
+    current_streams.resize(static_cast<std::size_t>(device) + 1);
+  }
+  return current_streams[static_cast<std::size_t>(device)];
+}
+
+}  // namespace
+}  // namespace detail
+
+Stream::Stream(int device, int priority) {
+  device_ = detail::resolve_device(device);
+  detail::Backend& backend = detail::lazy_backend();
+  const auto [least, greatest] = backend.stream_priority_range();
+  priority_ = std::clamp(priority, greatest, least);
+  const int level = std::min(least - priority_, detail::kMaxPriorities - 1);
+  detail::DevicePools& pools = *detail::pools()[static_cast<std::size_t>(device_)];
+  const unsigned index = pools.next[static_cast<std::size_t>(level)].fetch_add(1) % detail::kPoolSize;
+  detail::PoolSlot& slot = pools.slots[static_cast<std::size_t>(level)][index];
+  std::call_once(slot.created, [&] {
+    slot.handle = backend.stream_create(device_, priority_);
+    slot.id = backend.stream_id(device_, slot.handle);
+  });
+  handle_ = slot.handle;
+  id_ = slot.id;
+}
+
+bool Stream::query() const { return detail::lazy_backend().stream_query(device_, handle_); }
+
+void Stream::synchronize() const {
+  detail::on_synchronizing_call("cudaStreamSynchronize");
+  detail::lazy_backend().stream_synchronize(device_, handle_);
+}
+
+void Stream::wait_event(const Event& event) const {
+  if (!event.is_created()) return;
+  detail::lazy_backend().stream_wait_event(device_, handle_, event.handle());
+}
+
+void Stream::wait_stream(const Stream& other) const {
+  Event event;
+  event.record(other);
+  wait_event(event);
+}
+
+Event Stream::record_event() const {
+  Event event;
+  event.record(*this);
+  return event;
+}
+
+void Stream::record_event(Event& event) const { event.record(*this); }
+
+std::pair<int, int> Stream::priority_range() { return detail::lazy_backend().stream_priority_range(); }
+
+// The id identifies the stream in traces and snapshots; the backend knows it.
+ExternalStream::ExternalStream(void* stream_ptr, int device)
+    : Stream(Wrap{}, detail::resolve_device(device), 0,
+             detail::lazy_backend().stream_id(detail::resolve_device(device), stream_ptr), stream_ptr) {}
+
+Stream current_stream(int device) {
+  const int index = detail::resolve_device(device);
+  const detail::CurrentStream& current = detail::current_slot(index);
+  return Stream(Stream::Wrap{}, index, current.priority, current.id, current.handle);
+}
+
+Stream default_stream(int device) {
+  const int index = detail::resolve_device(device);
+  return Stream(Stream::Wrap{}, index, 0, 0, nullptr);
+}
+
+void set_stream(const Stream& stream) {
+  detail::current_slot(stream.device_index()) = {stream.handle(), stream.id(), stream.priority()};
+}
+
+StreamGuard::StreamGuard(const Stream& stream) noexcept
+    : original_device_(detail::thread_device()), original_stream_on_target_(stream) {
+  try {
+    original_stream_on_target_ = current_stream(stream.device_index());
+    detail::set_thread_device(stream.device_index());
+    set_stream(stream);
+  } catch (...) {
+    // Unreachable for a Stream that was constructed (its device was checked then).
+  }
+}
+
+StreamGuard::~StreamGuard() noexcept {
+  try {
+    set_stream(original_stream_on_target_);
+    detail::set_thread_device(original_device_);
+  } catch (...) {
+  }
+}
+
+}  // namespace cudascope::cuda

@@ -1,0 +1,191 @@
+#include "test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace cuda = cudascope::cuda;
+
+TEST(DeviceTest, IsAvailableWithDevices) {
+  ASSERT_TRUE(cuda::is_available()) << "backend " << cuda::backend_name();
+  EXPECT_TRUE(cuda::is_initialized());
+  EXPECT_GE(cuda::device_count(), 1);
+}
+
+TEST(DeviceTest, SimBackendHasConfiguredDevices) {
+  if (cuda::backend_name() != "sim") GTEST_SKIP() << "sim-backend behaviour; backend is " << cuda::backend_name();
+  const char* configured = std::getenv("CUDASCOPE_SIM_DEVICES");
+  EXPECT_EQ(cuda::device_count(), configured ? std::atoi(configured) : 2);
+  EXPECT_EQ(cuda::get_device_properties(0).total_memory, 16ULL << 30);
+  EXPECT_EQ(cuda::get_device_name(0), "cudascope sim device");
+}
+
+TEST(DeviceTest, PropertiesAreConsistent) {
+  const cuda::DeviceProperties props = cuda::get_device_properties(0);
+  EXPECT_FALSE(props.name.empty());
+  EXPECT_GT(props.total_memory, 0u);
+  EXPECT_GT(props.multi_processor_count, 0);
+  EXPECT_EQ(cuda::get_device_capability(0), std::make_pair(props.major, props.minor));
+  EXPECT_EQ(cuda::get_device_name(0), props.name);
+  EXPECT_EQ(props.uuid_string().size(), 40u);
+  EXPECT_EQ(props.uuid_string().rfind("GPU-", 0), 0u);
+}
+
+TEST(DeviceTest, MemGetInfoReportsFreeWithinTotal) {
+  const auto [free_bytes, total_bytes] = cuda::mem_get_info(0);
+  EXPECT_GT(total_bytes, 0u);
+  EXPECT_LE(free_bytes, total_bytes);
+  EXPECT_EQ(total_bytes, cuda::get_device_properties(0).total_memory);
+}
+
+TEST(DeviceTest, SetDeviceChangesCurrentDevice) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  cuda::set_device(1);
+  EXPECT_EQ(cuda::current_device(), 1);
+  cuda::set_device(0);
+  EXPECT_EQ(cuda::current_device(), 0);
+}
+
+TEST(DeviceTest, CurrentDeviceIsPerThread) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  cuda::set_device(1);
+  int seen_in_other_thread = -1;
+  std::thread([&] { seen_in_other_thread = cuda::current_device(); }).join();
+  EXPECT_EQ(seen_in_other_thread, 0);
+  cuda::set_device(0);
+}
+
+TEST(DeviceTest, InvalidDeviceIndexIsAnErrorNamingIt) {
+  try {
+    cuda::set_device(99);
+    FAIL() << "set_device(99) did not throw";
+  } catch (const cuda::Error& e) {
+    EXPECT_EQ(e.code(), cuda::error_code::kInvalidDevice);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("device index 99"));
+  }
+  EXPECT_EQ(cuda::current_device(), 0);
+}
+
+TEST(DeviceGuardTest, RestoresDeviceAtScopeExit) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  {
+    cuda::DeviceGuard guard(1);
+    EXPECT_EQ(cuda::current_device(), 1);
+    EXPECT_EQ(guard.original_device(), 0);
+  }
+  EXPECT_EQ(cuda::current_device(), 0);
+}
+
+TEST(DeviceGuardTest, RestoresDeviceOnException) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  try {
+    cuda::DeviceGuard guard(1);
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(cuda::current_device(), 0);
+}
+
+TEST(DeviceGuardTest, NegativeIndexIsANoOp) {
+  cuda::DeviceGuard guard(-1);
+  EXPECT_EQ(cuda::current_device(), 0);
+  EXPECT_EQ(guard.original_device(), -1);
+}
+
+TEST(DeviceGuardTest, InvalidIndexFailsAtFirstUseAndIsRestored) {
+  {
+    cuda::DeviceGuard guard(42);
+    EXPECT_THROW(cuda::synchronize(), cuda::Error);
+  }
+  EXPECT_EQ(cuda::current_device(), 0);
+  EXPECT_NO_THROW(cuda::synchronize());
+}
+
+TEST(DeviceTest, PeerAccessBetweenDistinctDevices) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  EXPECT_FALSE(cuda::can_device_access_peer(0, 0));
+  if (cudascope::testing::on_cuda_backend()) {
+    EXPECT_EQ(cuda::can_device_access_peer(0, 1), cuda::can_device_access_peer(1, 0));
+  } else {
+    EXPECT_TRUE(cuda::can_device_access_peer(0, 1));
+  }
+}
+
+TEST(DeviceTest, ArchListMatchesGencodeFlags) {
+  const auto archs = cuda::get_arch_list();
+  const std::string flags = cuda::get_gencode_flags();
+#ifdef CUDASCOPE_HAVE_CUDA
+  ASSERT_FALSE(archs.empty());
+  EXPECT_NE(std::find(archs.begin(), archs.end(), "sm_90"), archs.end()) << flags;
+  for (const auto& arch : archs) EXPECT_THAT(flags, ::testing::HasSubstr("code=" + arch));
+#else
+  EXPECT_TRUE(archs.empty());
+  EXPECT_TRUE(flags.empty());
+#endif
+}
+
+TEST(SyncDebugTest, WarnModePrintsOneWarningPerSynchronizingCall) {
+  cuda::set_sync_debug_mode("warn");
+  ::testing::internal::CaptureStderr();
+  cuda::synchronize();
+  cuda::current_stream().synchronize();
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  cuda::set_sync_debug_mode(0);
+  EXPECT_THAT(printed, ::testing::HasSubstr("cudaDeviceSynchronize"));
+  EXPECT_THAT(printed, ::testing::HasSubstr("cudaStreamSynchronize"));
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 2);
+}
+
+TEST(SyncDebugTest, ErrorModeThrowsOnSynchronizingCall) {
+  cuda::set_sync_debug_mode(2);
+  EXPECT_EQ(cuda::get_sync_debug_mode(), 2);
+  EXPECT_THROW(cuda::synchronize(), cuda::Error);
+  cuda::Event event;
+  event.record();
+  EXPECT_THROW(event.synchronize(), cuda::Error);
+  cuda::set_sync_debug_mode("default");
+  EXPECT_NO_THROW(cuda::synchronize());
+}
+
+TEST(SyncDebugTest, RejectsUnknownModes) {
+  EXPECT_THROW(cuda::set_sync_debug_mode(3), cuda::Error);
+  EXPECT_THROW(cuda::set_sync_debug_mode("loud"), cuda::Error);
+  EXPECT_EQ(cuda::get_sync_debug_mode(), 0);
+}
+
+TEST(ForkTest, ChildForkedAfterInitCannotUseTheRuntime) {
+  cuda::init();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    try {
+      cuda::device_count();
+      _exit(1);  // should have thrown
+    } catch (const cuda::Error& e) {
+      _exit(std::string(e.what()).find("Cannot re-initialize CUDA in forked subprocess") != std::string::npos ? 0 : 2);
+    } catch (...) {
+      _exit(3);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 3: wrong exception type";
+  EXPECT_NO_THROW(cuda::device_count());  // the parent is unaffected
+}
+
+namespace {
+// Child: with CUDA_LAUNCH_BLOCKING=1 a launch returns only once the kernel has finished.
+int launch_blocking_child(int, char**) {
+  cuda::Stream stream;
+  cuda::busy_wait(std::chrono::milliseconds(200), stream);
+  return stream.query() ? 0 : 1;
+}
+const cudascope::testing::ChildModeRegistrar launch_blocking_mode{"--launch-blocking-child", &launch_blocking_child};
+}  // namespace
+
+TEST(LaunchBlockingTest, LaunchesSynchroniseWhenSet) {
+  EXPECT_EQ(cudascope::testing::run_self({"--launch-blocking-child"}, {"CUDA_LAUNCH_BLOCKING=1"}).exit_code, 0);
+  EXPECT_EQ(cudascope::testing::run_self({"--launch-blocking-child"}, {"CUDA_LAUNCH_BLOCKING=0"}).exit_code, 1);
+}
