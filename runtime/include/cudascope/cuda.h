@@ -4,6 +4,7 @@
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/event.h>
+#include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/kernels.h>
 #include <cudascope/cuda/nvtx.h>
 #include <cudascope/cuda/stream.h>
