@@ -1,0 +1,94 @@
+// The `cudascope` command as a user runs it.
+#include "test_support.h"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& environment, const std::string& arguments) {
+  const std::string command = environment + " " + CUDASCOPE_CLI_PATH + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  Result result{-1, {}};
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  for (std::size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+using ::testing::HasSubstr;
+
+}  // namespace
+
+TEST(CliTest, HelpListsTheSubcommands) {
+  const Result result = run_cli("", "--help");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("devices"));
+  EXPECT_THAT(result.output, HasSubstr("demo"));
+}
+
+TEST(CliTest, EverySubcommandHasHelp) {
+  for (const char* sub : {"devices", "demo"}) {
+    const Result result = run_cli("", std::string(sub) + " --help");
+    EXPECT_EQ(result.exit_code, 0) << sub;
+    EXPECT_THAT(result.output, HasSubstr("Usage")) << sub;
+  }
+}
+
+TEST(CliTest, VersionPrintsTheProjectVersion) {
+  const Result result = run_cli("", "--version");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.output, std::string("cudascope ") + cudascope::kVersion + "\n");
+}
+
+TEST(CliTest, DevicesPrintsATableOnSim) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_DEVICES=3 CUDASCOPE_SIM_MEMORY=8GiB", "devices");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("index"));
+  EXPECT_THAT(result.output, HasSubstr("capability"));
+  EXPECT_THAT(result.output, HasSubstr("8.0 GiB"));
+  EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 4) << result.output;
+}
+
+TEST(CliTest, UnknownBackendIsAnErrorListingTheValidOnes) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=tpu", "devices");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("'tpu'"));
+  EXPECT_THAT(result.output, HasSubstr("cuda, sim, auto"));
+}
+
+TEST(CliTest, BadSimMemoryIsAnErrorNamingTheVariable) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_MEMORY=huge", "devices");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("CUDASCOPE_SIM_MEMORY='huge'"));
+}
+
+TEST(CliTest, DemoSaysWhichBackendItRanOn) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "demo --iterations 4 --kernel-ms 1");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("on the sim backend"));
+  EXPECT_THAT(result.output, HasSubstr("ran 4 steps"));
+}
+
+TEST(CliTest, DemoDefaultsToAuto) {
+  // Without a GPU, auto falls back to sim; with one it runs on cuda.
+  const Result result = run_cli("env -u CUDASCOPE_BACKEND", "demo --iterations 2 --kernel-ms 1");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const bool has_gpu = run_cli("CUDASCOPE_BACKEND=cuda", "devices").output.find("no devices") == std::string::npos;
+  EXPECT_THAT(result.output, HasSubstr(has_gpu ? "on the cuda backend" : "on the sim backend"));
+}
+
+TEST(CliTest, BadOptionValueIsRejected) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "demo --iterations 0");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("iterations"));
+}
