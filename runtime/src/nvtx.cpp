@@ -1,4 +1,5 @@
 // NVTX ranges: real NVTX calls plus a per-thread range stack the runtime keeps itself.
+#include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/nvtx.h>
 
 #include <nvtx3/nvToolsExt.h>
@@ -6,12 +7,23 @@
 namespace cudascope::cuda::nvtx {
 namespace {
 thread_local std::vector<std::string> open_ranges;
-}
 
-void mark(const char* message) { nvtxMarkA(message); }
+// Tells the observer (the profiler on sim, where no NVTX tool may be attached).
+void report(instrumentation::NvtxEvent::Type type, const char* message) {
+  if (instrumentation::Observer* observer = instrumentation::observer()) {
+    observer->on_nvtx({type, message, instrumentation::host_time_ns()});
+  }
+}
+}  // namespace
+
+void mark(const char* message) {
+  nvtxMarkA(message);
+  report(instrumentation::NvtxEvent::Type::kMark, message);
+}
 
 int range_push(const char* message) {
   nvtxRangePushA(message);
+  report(instrumentation::NvtxEvent::Type::kPush, message);
   open_ranges.emplace_back(message);
   return static_cast<int>(open_ranges.size()) - 1;
 }
@@ -19,6 +31,7 @@ int range_push(const char* message) {
 int range_pop() {
   if (open_ranges.empty()) return -1;
   nvtxRangePop();
+  report(instrumentation::NvtxEvent::Type::kPop, nullptr);
   open_ranges.pop_back();
   return static_cast<int>(open_ranges.size());
 }

@@ -19,6 +19,7 @@
   do {                                                                                           \
     const cudaError_t cudascope_status_ = (expr);                                                \
     if (cudascope_status_ != cudaSuccess) {                                                      \
+      cudaGetLastError(); /* a non-sticky error must not resurface at the next launch */        \
       ::cudascope::cuda::detail::throw_error(static_cast<int>(cudascope_status_), #expr, __FILE__, __LINE__, \
                                              cudaGetErrorString(cudascope_status_));             \
     }                                                                                            \

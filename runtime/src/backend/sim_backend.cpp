@@ -8,8 +8,13 @@
 #include "../check.h"
 #include "../runtime_state.h"
 
+#include <cudascope/cuda/instrumentation.h>
+
+#include <dlfcn.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -39,10 +44,54 @@ std::size_t read_capacity() {
   return parse_byte_size(text, "CUDASCOPE_SIM_MEMORY");
 }
 
+namespace obs = cudascope::cuda::instrumentation;
+
+// The kernel the cuda backend's launch_spin runs, by the name CUPTI reports for it.
+constexpr const char* kSpinKernelName = "cudascope::cuda::detail::(anonymous namespace)::cudascope_spin_kernel(unsigned long long)";
+
+obs::CopyKind observed_kind(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::kHostToDevice: return obs::CopyKind::kHostToDevice;
+    case CopyKind::kDeviceToHost: return obs::CopyKind::kDeviceToHost;
+    case CopyKind::kDeviceToDevice: return obs::CopyKind::kDeviceToDevice;
+    case CopyKind::kHostToHost: return obs::CopyKind::kHostToHost;
+    case CopyKind::kDefault: break;
+  }
+  return obs::CopyKind::kDefault;
+}
+
+// Reports a synchronizing call's wait when an observer is installed.
+template <typename Wait>
+void observed_sync(obs::SyncActivity::Type type, int device, std::int64_t stream_id, Wait&& wait) {
+  obs::Observer* observer = obs::observer();
+  if (observer == nullptr) return wait();
+  const std::uint64_t start = obs::host_time_ns();
+  wait();
+  observer->on_sync({type, device, stream_id, start, obs::host_time_ns(), obs::next_correlation_id()});
+}
+
+// Like the driver, the sim backend loads the tool named by CUDA_INJECTION64_PATH, so
+// `cudascope run` records programs on sim as it does on a GPU. Only cudascope's own
+// injection library knows how to attach to the sim (it exports cudascope_sim_attach);
+// other tools expect a driver and are left alone. Called while the backend is being
+// constructed: the hook must not call back into the runtime.
+void load_sim_injection() {
+  const char* path = std::getenv("CUDA_INJECTION64_PATH");
+  if (path == nullptr || *path == '\0') return;
+  void* library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (library == nullptr) {
+    std::fprintf(stderr, "cudascope: CUDA_INJECTION64_PATH=%s could not be loaded: %s\n", path, dlerror());
+    return;
+  }
+  using AttachFn = int (*)();
+  if (auto attach = reinterpret_cast<AttachFn>(dlsym(library, "cudascope_sim_attach"))) attach();
+}
+
 class SimBackend final : public Backend {
  public:
   SimBackend() : device_count_(read_device_count()), capacity_(read_capacity()) {
     devices_ = std::make_unique<SimDevice[]>(static_cast<std::size_t>(device_count_));
+    load_sim_injection();
   }
 
   ~SimBackend() override {
@@ -91,7 +140,9 @@ class SimBackend final : public Backend {
       if (d.default_stream) streams.push_back(d.default_stream.get());
       for (auto& stream : d.streams) streams.push_back(stream.get());
     }
-    for (SimStream* stream : streams) stream->synchronize();
+    observed_sync(obs::SyncActivity::Type::kDevice, device, -1, [&] {
+      for (SimStream* stream : streams) stream->synchronize();
+    });
   }
 
   std::pair<std::size_t, std::size_t> mem_get_info(int device) override {
@@ -158,7 +209,10 @@ class SimBackend final : public Backend {
   }
 
   bool stream_query(int device, StreamHandle stream) override { return stream_of(device, stream).query(); }
-  void stream_synchronize(int device, StreamHandle stream) override { stream_of(device, stream).synchronize(); }
+  void stream_synchronize(int device, StreamHandle stream) override {
+    SimStream& s = stream_of(device, stream);
+    observed_sync(obs::SyncActivity::Type::kStream, device, s.id(), [&] { s.synchronize(); });
+  }
 
   void stream_wait_event(int device, StreamHandle stream, EventHandle event) override {
     auto* sim_event = static_cast<SimEvent*>(event);
@@ -190,7 +244,8 @@ class SimBackend final : public Backend {
 
   void event_synchronize(int, EventHandle event) override {
     auto* sim_event = static_cast<SimEvent*>(event);
-    sim_event->state()->wait_for(sim_event->issued());
+    observed_sync(obs::SyncActivity::Type::kEvent, sim_event->device(), -1,
+                  [&] { sim_event->state()->wait_for(sim_event->issued()); });
   }
 
   float event_elapsed_ms(EventHandle start, EventHandle end) override {
@@ -209,22 +264,72 @@ class SimBackend final : public Backend {
     return new SimEvent(device, handle);
   }
 
-  void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind, StreamHandle stream) override {
-    stream_of(device, stream).enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
-    if (launch_blocking()) stream_of(device, stream).synchronize();
+  // Launches, copies and fills report an ApiCall on the calling thread and the device
+  // activity on the stream's worker, joined by a correlation id, as CUPTI does.
+  void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind kind,
+                    StreamHandle stream) override {
+    SimStream& s = stream_of(device, stream);
+    if (obs::Observer* observer = obs::observer()) {
+      const std::uint64_t call_start = obs::host_time_ns();
+      const std::uint32_t correlation = obs::next_correlation_id();
+      const obs::CopyKind observed = observed_kind(kind);
+      const int src_device = kind == CopyKind::kDeviceToHost || kind == CopyKind::kDeviceToDevice ? device : -1;
+      const int dst_device = kind == CopyKind::kHostToDevice || kind == CopyKind::kDeviceToDevice ? device : -1;
+      s.enqueue([dst, src, bytes, device, id = s.id(), correlation, observed, src_device, dst_device] {
+        const std::uint64_t start = obs::host_time_ns();
+        std::memmove(dst, src, bytes);
+        if (obs::Observer* o = obs::observer()) {
+          o->on_copy({observed, device, src_device, dst_device, id, bytes, start, obs::host_time_ns(), correlation});
+        }
+      });
+      observer->on_api_call({"cudaMemcpyAsync", call_start, obs::host_time_ns(), correlation});
+    } else {
+      s.enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
+    }
+    if (launch_blocking()) s.synchronize();
   }
 
   void memset_async(int device, void* dst, int value, std::size_t bytes, StreamHandle stream) override {
-    stream_of(device, stream).enqueue([dst, value, bytes] { std::memset(dst, value, bytes); });
-    if (launch_blocking()) stream_of(device, stream).synchronize();
+    SimStream& s = stream_of(device, stream);
+    if (obs::Observer* observer = obs::observer()) {
+      const std::uint64_t call_start = obs::host_time_ns();
+      const std::uint32_t correlation = obs::next_correlation_id();
+      s.enqueue([dst, value, bytes, device, id = s.id(), correlation] {
+        const std::uint64_t start = obs::host_time_ns();
+        std::memset(dst, value, bytes);
+        if (obs::Observer* o = obs::observer()) {
+          o->on_memset({device, id, bytes, value, start, obs::host_time_ns(), correlation});
+        }
+      });
+      observer->on_api_call({"cudaMemsetAsync", call_start, obs::host_time_ns(), correlation});
+    } else {
+      s.enqueue([dst, value, bytes] { std::memset(dst, value, bytes); });
+    }
+    if (launch_blocking()) s.synchronize();
   }
 
   void launch_spin(int device, StreamHandle stream, std::uint64_t nanoseconds) override {
-    stream_of(device, stream).enqueue([nanoseconds] {
+    SimStream& s = stream_of(device, stream);
+    const auto spin = [nanoseconds] {
       const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(nanoseconds);
       std::this_thread::sleep_until(until);
-    });
-    if (launch_blocking()) stream_of(device, stream).synchronize();
+    };
+    if (obs::Observer* observer = obs::observer()) {
+      const std::uint64_t call_start = obs::host_time_ns();
+      const std::uint32_t correlation = obs::next_correlation_id();
+      s.enqueue([spin, device, id = s.id(), correlation] {
+        const std::uint64_t start = obs::host_time_ns();
+        spin();
+        if (obs::Observer* o = obs::observer()) {
+          o->on_kernel({kSpinKernelName, device, id, start, obs::host_time_ns(), correlation, {1, 1, 1}, {1, 1, 1},
+                        16, 0, 0});
+        }
+      });
+      observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
+    } else {
+      s.enqueue(spin);
+    }
+    if (launch_blocking()) s.synchronize();
   }
 
  private:

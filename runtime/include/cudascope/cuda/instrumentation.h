@@ -7,6 +7,11 @@
 // Thread-safety: set_observer may be called from any thread; an Observer's methods are
 // called from whichever thread did the work (streams' worker threads on sim) and must be
 // thread-safe. The observer must outlive its installation (uninstall with nullptr first).
+//
+// Tools attach as on a GPU: the sim backend loads CUDA_INJECTION64_PATH when it starts (a
+// library exporting cudascope_sim_attach is told it runs on sim), and when CUDASCOPE_TRACE is
+// set without CUDA_INJECTION64_PATH, loading the runtime points CUDA_INJECTION64_PATH and
+// NVTX_INJECTION64_PATH at libcudascope_inject.so beside it (or CUDASCOPE_INJECT_LIBRARY).
 
 #include <atomic>
 #include <cstddef>
@@ -27,10 +32,86 @@ struct AllocatorEvent {
   std::int64_t reserved_bytes;
 };
 
+// Device activity the sim backend reports itself (on cuda, CUPTI reports it). Timestamps are
+// host_time_ns(). Names are string literals or otherwise live for the whole process.
+enum class CopyKind : std::uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kPeerToPeer, kDefault };
+
+struct KernelActivity {
+  const char* name;  // demangled
+  int device;
+  std::int64_t stream_id;
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+  std::uint32_t correlation_id;  // matches the ApiCall that launched it
+  std::int32_t grid[3];
+  std::int32_t block[3];
+  std::int32_t registers_per_thread;
+  std::int32_t static_shared_memory;
+  std::int32_t dynamic_shared_memory;
+};
+
+struct CopyActivity {
+  CopyKind kind;
+  int device;
+  int src_device;  // -1 for host memory
+  int dst_device;
+  std::int64_t stream_id;
+  std::size_t bytes;
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+  std::uint32_t correlation_id;
+};
+
+struct MemsetActivity {
+  int device;
+  std::int64_t stream_id;
+  std::size_t bytes;
+  int value;
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+  std::uint32_t correlation_id;
+};
+
+// A host thread blocked on the device (cudaStreamSynchronize and friends).
+struct SyncActivity {
+  enum class Type : std::uint8_t { kStream, kDevice, kEvent, kStreamWaitEvent };
+  Type type;
+  int device;
+  std::int64_t stream_id;  // -1 when not about one stream
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+  std::uint32_t correlation_id;
+};
+
+// A runtime API call on the calling thread (the host side of a launch or copy).
+struct ApiCall {
+  const char* name;  // the CUDA runtime function it stands for, e.g. "cudaLaunchKernel"
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+  std::uint32_t correlation_id;
+};
+
+// nvtx::mark / range_push / range_pop, on the calling thread. `message` is valid only
+// during the call (nullptr for kPop).
+struct NvtxEvent {
+  enum class Type : std::uint8_t { kPush, kPop, kMark };
+  Type type;
+  const char* message;
+  std::uint64_t time_ns;
+};
+
+// Methods other than on_allocator_event have empty defaults, so an observer overrides
+// only what it records.
 class Observer {
  public:
   virtual ~Observer() = default;
   virtual void on_allocator_event(const AllocatorEvent& event) = 0;
+  virtual void on_kernel(const KernelActivity&) {}
+  virtual void on_copy(const CopyActivity&) {}
+  virtual void on_memset(const MemsetActivity&) {}
+  virtual void on_sync(const SyncActivity&) {}
+  virtual void on_api_call(const ApiCall&) {}
+  virtual void on_nvtx(const NvtxEvent&) {}
 };
 
 namespace detail {
@@ -39,6 +120,12 @@ inline std::atomic<Observer*> installed_observer{nullptr};
 
 inline void set_observer(Observer* observer) noexcept { detail::installed_observer.store(observer); }
 inline Observer* observer() noexcept { return detail::installed_observer.load(std::memory_order_relaxed); }
+
+// Correlation ids for ApiCall -> device activity; only drawn while an observer is installed.
+inline std::uint32_t next_correlation_id() noexcept {
+  static std::atomic<std::uint32_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 // The clock every runtime timestamp uses: CLOCK_MONOTONIC in nanoseconds, the clock CUPTI
 // timestamps are aligned to.
