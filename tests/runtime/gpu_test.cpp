@@ -69,3 +69,21 @@ TEST(GpuTest, VirtualMemoryMapsAndUnmaps) {
   backend.vm_unmap(0, base, granularity * 4);
   backend.vm_release(0, base, granularity * 8);
 }
+
+TEST(GpuTest, NvmlFiguresArePlausible) {
+  CUDASCOPE_REQUIRE_GPU();
+  const int temperature = cuda::temperature(0);
+  EXPECT_GT(temperature, 5);
+  EXPECT_LT(temperature, 110);
+  EXPECT_GT(cuda::power_draw(0), 10000) << "an H100/H200 draws more than 10 W";
+  EXPECT_GT(cuda::clock_rate(0), 100);
+  EXPECT_GE(cuda::memory_usage(0), 0);
+  cuda::Stream stream;
+  cuda::busy_wait(1500ms, stream);
+  std::this_thread::sleep_for(1200ms);  // NVML samples utilization over the last period
+  EXPECT_GT(cuda::utilization(0), 0) << "a kernel ran for the whole period";
+  stream.synchronize();
+  const cuda::DeviceTelemetry figures = cuda::device_telemetry(0);
+  EXPECT_GT(figures.memory_used_bytes, 0u);
+  EXPECT_TRUE(figures.energy_millijoules.has_value());
+}

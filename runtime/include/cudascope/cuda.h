@@ -8,4 +8,5 @@
 #include <cudascope/cuda/kernels.h>
 #include <cudascope/cuda/nvtx.h>
 #include <cudascope/cuda/stream.h>
+#include <cudascope/cuda/telemetry.h>
 #include <cudascope/cuda/version.h>

@@ -10,6 +10,7 @@
 
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/event.h>
+#include <cudascope/cuda/telemetry.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +83,9 @@ class Backend {
   virtual void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind kind,
                             StreamHandle stream) = 0;
   virtual void memset_async(int device, void* dst, int value, std::size_t bytes, StreamHandle stream) = 0;
+
+  // Health figures (NVML on cuda; the simulated device's model on sim).
+  virtual DeviceTelemetry telemetry(int device) = 0;
 
   // The runtime's own kernels. spin: occupies `stream` for about `nanoseconds` (tests and
   // demos use it as a kernel of known length).

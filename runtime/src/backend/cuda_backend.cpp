@@ -4,6 +4,8 @@
 #include "backend.h"
 #include "cuda_kernels.h"
 
+#include "../nvml/nvml_library.h"
+
 #include "../check.h"
 #include "../runtime_state.h"
 
@@ -382,6 +384,23 @@ class CudaBackend final : public Backend {
     if (launch_blocking()) CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   }
 
+  DeviceTelemetry telemetry(int device) override {
+    NvmlLibrary& nvml = NvmlLibrary::instance();
+    void* handle = nvml_handle(nvml, device);
+    DeviceTelemetry figures;
+    figures.utilization_percent = nvml.utilization(handle, /*memory=*/false);
+    figures.memory_utilization_percent = nvml.utilization(handle, /*memory=*/true);
+    figures.temperature_celsius = nvml.temperature(handle);
+    figures.power_milliwatts = nvml.power_milliwatts(handle);
+    figures.sm_clock_mhz = nvml.sm_clock_mhz(handle);
+    figures.energy_millijoules = nvml.energy_millijoules(handle);
+    const auto [free_bytes, total_bytes] = mem_get_info(device);
+    figures.memory_used_bytes = total_bytes - free_bytes;
+    figures.memory_total_bytes = total_bytes;
+    figures.processes = nvml.processes(handle);
+    return figures;
+  }
+
   void launch_spin(int device, StreamHandle stream, std::uint64_t nanoseconds) override {
     ScopedDevice on(device);
     CUDASCOPE_CUDA_CHECK(launch_spin_kernel(static_cast<cudaStream_t>(stream), nanoseconds));
@@ -389,6 +408,15 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // NVML's handle for a CUDA device, matched once by UUID.
+  void* nvml_handle(NvmlLibrary& nvml, int device) {
+    std::lock_guard lock(nvml_mutex_);
+    if (nvml_handles_.size() <= static_cast<std::size_t>(device)) nvml_handles_.resize(device + 1, nullptr);
+    void*& handle = nvml_handles_[static_cast<std::size_t>(device)];
+    if (handle == nullptr) handle = nvml.device_by_uuid(properties(device).uuid_string());
+    return handle;
+  }
+
   struct Mapping {
     std::size_t size;
     CUmemGenericAllocationHandle handle;
@@ -397,6 +425,8 @@ class CudaBackend final : public Backend {
   int device_count_ = 0;
   std::mutex vm_mutex_;
   std::map<CUdeviceptr, Mapping> vm_handles_;
+  std::mutex nvml_mutex_;
+  std::vector<void*> nvml_handles_;
 };
 
 }  // namespace

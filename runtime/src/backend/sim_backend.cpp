@@ -12,6 +12,9 @@
 
 #include <dlfcn.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -104,6 +107,39 @@ class SimBackend final : public Backend {
   }
 
   const char* name() const noexcept override { return "sim"; }
+
+  // A simple model: utilization is the share of wall time the device's streams were busy
+  // since the previous sample; temperature and power follow it; energy integrates power.
+  DeviceTelemetry telemetry(int device) override {
+    SimMemory& memory = memory_of(device, "nvmlDeviceGetUtilizationRates");
+    SimDevice& d = devices_[static_cast<std::size_t>(device)];
+    std::uint64_t busy = 0;
+    {
+      std::lock_guard lock(d.streams_mutex);
+      if (d.default_stream) busy += d.default_stream->busy_ns();
+      for (auto& stream : d.streams) busy += stream->busy_ns();
+    }
+    const auto now = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+    std::lock_guard lock(d.telemetry_mutex);
+    if (d.last_sample_ns != 0 && now > d.last_sample_ns) {
+      const double share = static_cast<double>(busy - d.last_busy_ns) / static_cast<double>(now - d.last_sample_ns);
+      d.utilization = static_cast<int>(std::min(100.0, share * 100.0) + 0.5);
+      d.energy_mj += d.power_mw() * static_cast<double>(now - d.last_sample_ns) / 1e9;
+    }
+    d.last_sample_ns = now;
+    d.last_busy_ns = busy;
+    DeviceTelemetry figures;
+    figures.utilization_percent = d.utilization;
+    figures.temperature_celsius = 30 + d.utilization / 2;
+    figures.power_milliwatts = static_cast<int>(d.power_mw());
+    figures.sm_clock_mhz = 1980;
+    figures.energy_millijoules = static_cast<std::uint64_t>(d.energy_mj);
+    figures.memory_used_bytes = memory.used();
+    figures.memory_total_bytes = memory.capacity();
+    if (memory.used() > 0) figures.processes.push_back({static_cast<unsigned>(getpid()), memory.used()});
+    return figures;
+  }
   int device_count() override { return device_count_; }
 
   DeviceProperties properties(int device) override {
@@ -339,6 +375,12 @@ class SimBackend final : public Backend {
     std::mutex streams_mutex;
     std::unique_ptr<SimStream> default_stream;
     std::vector<std::unique_ptr<SimStream>> streams;
+    std::mutex telemetry_mutex;
+    std::uint64_t last_sample_ns = 0;
+    std::uint64_t last_busy_ns = 0;
+    int utilization = 0;
+    double energy_mj = 0;
+    double power_mw() const { return 70000.0 + 6300.0 * utilization; }
   };
 
   void check_device(int device, const char* call) const {

@@ -2,9 +2,23 @@
 
 #include <pthread.h>
 
+#include <chrono>
+
 #include <string>
 
 namespace cudascope::cuda::detail {
+namespace {
+std::uint64_t steady_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+}  // namespace
+
+std::uint64_t SimStream::busy_ns() const noexcept {
+  const std::uint64_t since = running_since_ns_.load();
+  return busy_ns_.load() + (since != 0 ? steady_ns() - since : 0);
+}
 
 SimStream::SimStream(int device, int priority, std::int64_t id)
     : device_(device), priority_(priority), id_(id), worker_([this] { run(); }) {}
@@ -48,7 +62,11 @@ void SimStream::run() {
     queue_.pop_front();
     running_work_ = true;
     lock.unlock();
+    const std::uint64_t started = steady_ns();
+    running_since_ns_.store(started);
     work();
+    running_since_ns_.store(0);
+    busy_ns_.fetch_add(steady_ns() - started);
     lock.lock();
     running_work_ = false;
     if (queue_.empty()) drained_.notify_all();

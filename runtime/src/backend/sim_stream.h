@@ -1,6 +1,7 @@
 #pragma once
 // A simulated stream: one worker thread executing queued work in order.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -22,6 +23,10 @@ class SimStream {
   bool query();
   void synchronize();
 
+  // Nanoseconds this stream has spent running work so far (the work running now included),
+  // for the simulated device's utilization figure.
+  std::uint64_t busy_ns() const noexcept;
+
   int device() const noexcept { return device_; }
   int priority() const noexcept { return priority_; }
   std::int64_t id() const noexcept { return id_; }
@@ -37,6 +42,8 @@ class SimStream {
   std::condition_variable drained_;
   std::deque<std::function<void()>> queue_;
   bool running_work_ = false;
+  std::atomic<std::uint64_t> busy_ns_{0};
+  std::atomic<std::uint64_t> running_since_ns_{0};  // 0 when idle
   bool stopping_ = false;
   std::thread worker_;
 };

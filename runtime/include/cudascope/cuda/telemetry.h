@@ -1,0 +1,48 @@
+#pragma once
+// Device health, as torch.cuda's NVML-backed functions: utilization, memory_usage,
+// temperature, power_draw, clock_rate, list_gpu_processes. On the cuda backend the figures
+// come from NVML, loaded with dlopen at first use (a clear cuda::Error when it is absent or
+// a figure is not supported); the sim backend reports its simulated device's figures.
+// Thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cudascope::cuda {
+
+// Percent of the last sample period during which a kernel ran (nvmlDeviceGetUtilizationRates.gpu).
+int utilization(int device = -1);
+// Percent of the last sample period during which device memory was read or written.
+int memory_usage(int device = -1);
+// GPU temperature in degrees Celsius.
+int temperature(int device = -1);
+// Power draw in milliwatts.
+int power_draw(int device = -1);
+// SM clock in MHz.
+int clock_rate(int device = -1);
+
+struct GpuProcess {
+  unsigned pid = 0;
+  std::uint64_t used_memory_bytes = 0;
+};
+std::vector<GpuProcess> gpu_processes(int device = -1);
+// torch.cuda.list_gpu_processes: "GPU:0\nprocess 1234 uses 512.000 MB GPU memory" lines.
+std::string list_gpu_processes(int device = -1);
+
+// Everything above at once, for exporters; a figure the device does not report is empty.
+struct DeviceTelemetry {
+  std::optional<int> utilization_percent;
+  std::optional<int> memory_utilization_percent;
+  std::optional<int> temperature_celsius;
+  std::optional<int> power_milliwatts;
+  std::optional<int> sm_clock_mhz;
+  std::optional<std::uint64_t> energy_millijoules;  // since the driver loaded
+  std::uint64_t memory_used_bytes = 0;
+  std::uint64_t memory_total_bytes = 0;
+  std::vector<GpuProcess> processes;
+};
+DeviceTelemetry device_telemetry(int device = -1);
+
+}  // namespace cudascope::cuda

@@ -1,0 +1,160 @@
+#include "nvml_library.h"
+
+#include "../check.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace cudascope::cuda::detail {
+namespace {
+
+// From nvml.h, whose layout is stable across driver versions.
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr nvmlReturn_t kNvmlNotSupported = 3;
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
+constexpr int kNvmlTemperatureGpu = 0;
+constexpr int kNvmlClockSm = 1;
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct nvmlProcessInfo_v1_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+};
+struct nvmlProcessInfo_v2_t {  // also _v3's layout
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
+}  // namespace
+
+struct NvmlLibrary::Api {
+  nvmlReturn_t (*init)() = nullptr;
+  const char* (*error_string)(nvmlReturn_t) = nullptr;
+  nvmlReturn_t (*handle_by_uuid)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*utilization_rates)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*clock_info)(nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvmlReturn_t (*total_energy)(nvmlDevice_t, unsigned long long*) = nullptr;
+  // Compute processes: _v3 and _v2 take nvmlProcessInfo_v2_t, the base version _v1.
+  nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*) = nullptr;
+  nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*) = nullptr;
+};
+
+namespace {
+
+template <typename Fn>
+bool resolve_first(void* library, Fn& fn, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (void* symbol = dlsym(library, name)) {
+      fn = reinterpret_cast<Fn>(symbol);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<int> optional_figure(nvmlReturn_t status, unsigned int value) {
+  if (status != kNvmlSuccess) return std::nullopt;
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+NvmlLibrary& NvmlLibrary::instance() {
+  static NvmlLibrary* library = new NvmlLibrary();  // NVML stays loaded until exit
+  return *library;
+}
+
+NvmlLibrary::NvmlLibrary() {
+  void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) library = dlopen("libnvidia-ml.so", RTLD_NOW | RTLD_LOCAL);
+  CUDASCOPE_CHECK(library != nullptr, error_code::kNotSupported, "dlopen(libnvidia-ml.so.1)",
+                  std::string("NVML is not available (it comes with the NVIDIA driver): ") + dlerror());
+  auto* api = new Api();
+  const bool found = resolve_first(library, api->init, {"nvmlInit_v2", "nvmlInit"}) &&
+                     resolve_first(library, api->error_string, {"nvmlErrorString"}) &&
+                     resolve_first(library, api->handle_by_uuid, {"nvmlDeviceGetHandleByUUID"}) &&
+                     resolve_first(library, api->utilization_rates, {"nvmlDeviceGetUtilizationRates"}) &&
+                     resolve_first(library, api->temperature, {"nvmlDeviceGetTemperature"}) &&
+                     resolve_first(library, api->power_usage, {"nvmlDeviceGetPowerUsage"}) &&
+                     resolve_first(library, api->clock_info, {"nvmlDeviceGetClockInfo"});
+  CUDASCOPE_CHECK(found, error_code::kNotSupported, "dlsym(libnvidia-ml.so.1)",
+                  "the NVML library lacks an entry point cudascope needs; the driver is too old");
+  resolve_first(library, api->total_energy, {"nvmlDeviceGetTotalEnergyConsumption"});
+  if (!resolve_first(library, api->processes_v2,
+                     {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"})) {
+    resolve_first(library, api->processes_v1, {"nvmlDeviceGetComputeRunningProcesses"});
+  }
+  const nvmlReturn_t status = api->init();
+  CUDASCOPE_CHECK(status == kNvmlSuccess, error_code::kInitializationError, "nvmlInit_v2", api->error_string(status));
+  api_ = api;
+}
+
+void* NvmlLibrary::device_by_uuid(const std::string& uuid) {
+  nvmlDevice_t device = nullptr;
+  const nvmlReturn_t status = api_->handle_by_uuid(uuid.c_str(), &device);
+  CUDASCOPE_CHECK(status == kNvmlSuccess, error_code::kInvalidDevice, "nvmlDeviceGetHandleByUUID",
+                  uuid + ": " + api_->error_string(status));
+  return device;
+}
+
+std::optional<int> NvmlLibrary::utilization(void* device, bool memory) {
+  nvmlUtilization_t rates{};
+  if (api_->utilization_rates(device, &rates) != kNvmlSuccess) return std::nullopt;
+  return static_cast<int>(memory ? rates.memory : rates.gpu);
+}
+
+std::optional<int> NvmlLibrary::temperature(void* device) {
+  unsigned int value = 0;
+  return optional_figure(api_->temperature(device, kNvmlTemperatureGpu, &value), value);
+}
+
+std::optional<int> NvmlLibrary::power_milliwatts(void* device) {
+  unsigned int value = 0;
+  return optional_figure(api_->power_usage(device, &value), value);
+}
+
+std::optional<int> NvmlLibrary::sm_clock_mhz(void* device) {
+  unsigned int value = 0;
+  return optional_figure(api_->clock_info(device, kNvmlClockSm, &value), value);
+}
+
+std::optional<std::uint64_t> NvmlLibrary::energy_millijoules(void* device) {
+  unsigned long long value = 0;
+  if (api_->total_energy == nullptr || api_->total_energy(device, &value) != kNvmlSuccess) return std::nullopt;
+  return value;
+}
+
+std::vector<GpuProcess> NvmlLibrary::processes(void* device) {
+  std::vector<GpuProcess> out;
+  // The list can grow between the sizing call and the filling call: retry a few times.
+  for (unsigned int capacity = 16; capacity <= 4096; capacity *= 4) {
+    unsigned int count = capacity;
+    nvmlReturn_t status = kNvmlNotSupported;
+    if (api_->processes_v2 != nullptr) {
+      std::vector<nvmlProcessInfo_v2_t> infos(capacity);
+      status = api_->processes_v2(device, &count, infos.data());
+      if (status == kNvmlSuccess) {
+        for (unsigned int i = 0; i < count; ++i) out.push_back({infos[i].pid, infos[i].usedGpuMemory});
+      }
+    } else if (api_->processes_v1 != nullptr) {
+      std::vector<nvmlProcessInfo_v1_t> infos(capacity);
+      status = api_->processes_v1(device, &count, infos.data());
+      if (status == kNvmlSuccess) {
+        for (unsigned int i = 0; i < count; ++i) out.push_back({infos[i].pid, infos[i].usedGpuMemory});
+      }
+    }
+    if (status != kNvmlInsufficientSize) break;
+  }
+  return out;
+}
+
+}  // namespace cudascope::cuda::detail
