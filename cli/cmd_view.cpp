@@ -1,0 +1,75 @@
+// `cudascope view FILE`: opens the Qt viewer on a snapshot by exec'ing cudascope-viewer,
+// looked up next to this executable first, then on PATH.
+#include "command.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+bool executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
+
+std::string find_viewer() {
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    if (executable(dir + "/cudascope-viewer")) return dir + "/cudascope-viewer";
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string all(path);
+    size_t start = 0;
+    while (start <= all.size()) {
+      const size_t end = std::min(all.find(':', start), all.size());
+      const std::string candidate = all.substr(start, end - start) + "/cudascope-viewer";
+      if (end > start && executable(candidate)) return candidate;
+      start = end + 1;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+CUDASCOPE_COMMAND(view, 61) {
+  struct Options {
+    std::string file;
+    std::string compare;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("view", "Open an allocator snapshot in the desktop viewer (cudascope-viewer)");
+  sub->add_option("FILE", options->file, "snapshot file (PyTorch pickle or cudascope JSON, plain or gzip)")->required();
+  sub->add_option("--compare", options->compare, "a second snapshot to compare against FILE");
+  sub->callback([options] {
+    if (access(options->file.c_str(), R_OK) != 0) {
+      std::fprintf(stderr, "cudascope view: error: %s: %s\n", options->file.c_str(), std::strerror(errno));
+      cudascope::cli::set_exit_code(1);
+      return;
+    }
+    const std::string viewer = find_viewer();
+    if (viewer.empty()) {
+      std::fprintf(stderr,
+                   "cudascope view: error: cudascope-viewer was not found next to cudascope or on PATH; it is built "
+                   "only when Qt 6 is available (apt-get install qt6-base-dev, then rebuild with "
+                   "-DCUDASCOPE_WITH_GUI=ON)\n");
+      cudascope::cli::set_exit_code(2);
+      return;
+    }
+    std::vector<std::string> args = {viewer, options->file};
+    if (!options->compare.empty()) args.insert(args.end(), {"--compare", options->compare});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::fflush(nullptr);
+    execv(viewer.c_str(), argv.data());
+    std::fprintf(stderr, "cudascope view: error: cannot run %s: %s\n", viewer.c_str(), std::strerror(errno));
+    cudascope::cli::set_exit_code(2);
+  });
+}
