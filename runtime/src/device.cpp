@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "runtime_state.h"
+#include "tool_loader.h"
 
 #include <pthread.h>
 
@@ -50,6 +51,7 @@ Backend& lazy_backend() {
     std::call_once(init_once, [&] {
       pthread_atfork(nullptr, nullptr, &mark_bad_fork);
       initialized.store(true, std::memory_order_release);
+      start_tools_from_environment();
     });
   }
   return selected;
