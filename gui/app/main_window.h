@@ -1,0 +1,77 @@
+#pragma once
+// The viewer's main window: File > Open / Open Recent / Compare with..., a progress bar
+// with Cancel while a snapshot loads off the UI thread, and one tab per view, all fed
+// from the same LoadedSnapshot.
+
+#include <cudascope/gui/loaded_snapshot.h>
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include <memory>
+
+class QComboBox;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
+class QTableView;
+
+namespace cudascope::gui {
+
+class AllocatorStatePage;
+class CompareModel;
+class FiguresModel;
+class RecordTablePage;
+class SnapshotLoader;
+class TimelineView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  void openFile(const QString& path);
+  void compareWith(const QString& path);
+  std::shared_ptr<const LoadedSnapshot> current() const { return current_; }
+  QTabWidget* tabs() const { return tabs_; }
+  SnapshotLoader* loader() const { return loader_; }
+  SnapshotLoader* compareLoader() const { return compare_loader_; }
+  QString lastError() const { return last_error_; }
+
+ signals:
+  void snapshotShown();
+  void comparisonShown();
+
+ private:
+  void showSnapshot(std::shared_ptr<const LoadedSnapshot> loaded, const QString& path);
+  void updateComparison();
+  void rememberRecent(const QString& path);
+  void rebuildRecentMenu();
+  void setBusy(bool busy, const QString& what);
+
+  SnapshotLoader* loader_;
+  SnapshotLoader* compare_loader_;
+  std::shared_ptr<const LoadedSnapshot> current_;
+  std::shared_ptr<const LoadedSnapshot> compared_;
+  QString current_path_, compared_path_, last_error_;
+  QTabWidget* tabs_;
+  TimelineView* active_;
+  TimelineView* segments_;
+  AllocatorStatePage* state_;
+  RecordTablePage* segment_table_;
+  RecordTablePage* block_table_;
+  RecordTablePage* trace_table_;
+  FiguresModel* figures_;
+  CompareModel* compare_;
+  QComboBox* group_by_;
+  QLabel* compare_label_;
+  QMenu* recent_;
+  QProgressBar* progress_;
+  QPushButton* cancel_;
+  QLabel* status_;
+};
+
+}  // namespace cudascope::gui

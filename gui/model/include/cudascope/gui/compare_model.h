@@ -1,0 +1,27 @@
+#pragma once
+// Growth between two snapshots, one row per allocating frame (largest growth first).
+// Qt::UserRole holds raw numbers (the delta as qlonglong).
+
+#include <cudascope/snapshot/compare.h>
+
+#include <QAbstractTableModel>
+
+namespace cudascope::gui {
+
+class CompareModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Frame, BytesA, BytesB, Delta, CountA, CountB, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+  void setComparison(snapshot::Comparison comparison);
+  const snapshot::Comparison& comparison() const { return comparison_; }
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  snapshot::Comparison comparison_;
+};
+
+}  // namespace cudascope::gui

@@ -1,0 +1,85 @@
+#pragma once
+// Base of the segment, block and trace tables: a flat list of record indices into the
+// snapshot, sorted and filtered here with direct comparisons (a QSortFilterProxyModel
+// over a million rows would go through QVariant for every comparison).
+//
+// Roles: DisplayRole text; Qt::UserRole the raw value (numbers as qulonglong);
+// ToolTipRole the allocating stack; HighlightRole true for rows to stand out (OOM entries).
+// Not thread-safe: use on the UI thread.
+
+#include <cudascope/gui/loaded_snapshot.h>
+
+#include <QAbstractTableModel>
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+namespace cudascope::gui {
+
+struct RecordFilter {
+  uint64_t min_size = 0;
+  uint64_t max_size = UINT64_MAX;
+  int stream = -1;       // a StreamId, or -1 for all
+  int action = -1;       // an Action (trace) or BlockState (blocks), or -1 for all
+  QString frame_text;    // substring of any frame's name or filename; empty for all
+};
+
+class RecordTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  static constexpr int HighlightRole = Qt::UserRole + 1;
+  using QAbstractTableModel::QAbstractTableModel;
+
+  void setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded);
+  void setFilter(const RecordFilter& filter);
+  const RecordFilter& filter() const { return filter_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+
+  // The record (index into the snapshot's vector) shown at `row`, and the reverse.
+  uint32_t recordAt(int row) const { return rows_[static_cast<size_t>(row)]; }
+  int rowOfRecord(uint32_t record) const;
+  // The first row, after `after`, whose record covers `address` (-1 if none).
+  int findAddress(uint64_t address, int after = -1) const;
+  // The first row, after `after`, whose stack has a frame containing `text` (-1 if none).
+  int findFrameText(const QString& text, int after = -1) const;
+  virtual snapshot::StackId stackOf(uint32_t record) const = 0;
+
+ protected:
+  virtual size_t recordCount() const = 0;
+  virtual int columns() const = 0;
+  virtual QString header(int column) const = 0;
+  virtual QVariant display(uint32_t record, int column) const = 0;
+  virtual QVariant raw(uint32_t record, int column) const = 0;
+  virtual bool less(uint32_t a, uint32_t b, int column) const = 0;
+  virtual bool accepts(uint32_t record) const = 0;
+  virtual bool covers(uint32_t record, uint64_t address) const = 0;
+  virtual bool highlighted(uint32_t) const { return false; }
+
+  bool stackMatches(snapshot::StackId stack) const;  // against filter_.frame_text
+  bool sizeMatches(uint64_t size) const { return size >= filter_.min_size && size <= filter_.max_size; }
+  const snapshot::Snapshot& snap() const { return *loaded_->snapshot; }
+  QString frameText(snapshot::StackId stack) const;  // the innermost frame
+
+  std::shared_ptr<const LoadedSnapshot> loaded_;
+  RecordFilter filter_;
+
+ private:
+  void rebuild();
+  std::vector<uint32_t> rows_;
+  int sort_column_ = -1;
+  Qt::SortOrder sort_order_ = Qt::AscendingOrder;
+  mutable std::vector<int8_t> stack_match_;  // per StackId: -1 unknown, 0/1
+};
+
+QString formatBytes(uint64_t bytes);
+QString formatAddress(uint64_t address);
+
+}  // namespace cudascope::gui

@@ -1,0 +1,49 @@
+#include <cudascope/gui/compare_model.h>
+
+#include <cudascope/gui/record_table_model.h>
+
+namespace cudascope::gui {
+
+void CompareModel::setComparison(snapshot::Comparison comparison) {
+  beginResetModel();
+  comparison_ = std::move(comparison);
+  endResetModel();
+}
+
+int CompareModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(comparison_.rows.size());
+}
+int CompareModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant CompareModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  const auto& r = comparison_.rows[static_cast<size_t>(index.row())];
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case Frame: return QString::fromStdString(r.frame);
+      case BytesA: return formatBytes(r.bytes_a);
+      case BytesB: return formatBytes(r.bytes_b);
+      case Delta: return (r.delta() >= 0 ? "+" : "-") + formatBytes(uint64_t(std::llabs(r.delta())));
+      case CountA: return qulonglong(r.count_a);
+      case CountB: return qulonglong(r.count_b);
+    }
+  } else if (role == Qt::UserRole) {
+    switch (index.column()) {
+      case Frame: return QString::fromStdString(r.frame);
+      case BytesA: return qulonglong(r.bytes_a);
+      case BytesB: return qulonglong(r.bytes_b);
+      case Delta: return qlonglong(r.delta());
+      case CountA: return qulonglong(r.count_a);
+      case CountB: return qulonglong(r.count_b);
+    }
+  }
+  return {};
+}
+
+QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
+  static const char* names[] = {"Allocating frame", "A", "B", "Growth", "Blocks A", "Blocks B"};
+  return section >= 0 && section < ColumnCount ? QVariant(names[section]) : QVariant();
+}
+
+}  // namespace cudascope::gui

@@ -1,0 +1,123 @@
+#include <cudascope/gui/record_table_model.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace cudascope::gui {
+
+QString formatBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
+  return u ? QString::number(v, 'f', 2) + " " + units[u] : QString::number(bytes) + " B";
+}
+
+QString formatAddress(uint64_t address) { return QStringLiteral("0x") + QString::number(address, 16); }
+
+void RecordTableModel::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded) {
+  beginResetModel();
+  loaded_ = std::move(loaded);
+  stack_match_.clear();
+  rows_.clear();
+  endResetModel();
+  rebuild();
+}
+
+void RecordTableModel::setFilter(const RecordFilter& filter) {
+  filter_ = filter;
+  stack_match_.clear();
+  rebuild();
+}
+
+void RecordTableModel::rebuild() {
+  beginResetModel();
+  rows_.clear();
+  if (loaded_) {
+    const size_t n = recordCount();
+    rows_.reserve(n);
+    for (uint32_t r = 0; r < n; ++r)
+      if (accepts(r)) rows_.push_back(r);
+    if (sort_column_ >= 0) {
+      std::stable_sort(rows_.begin(), rows_.end(), [&](uint32_t a, uint32_t b) { return less(a, b, sort_column_); });
+      if (sort_order_ == Qt::DescendingOrder) std::reverse(rows_.begin(), rows_.end());
+    }
+  }
+  endResetModel();
+}
+
+bool RecordTableModel::stackMatches(snapshot::StackId stack) const {
+  if (filter_.frame_text.isEmpty()) return true;
+  if (stack_match_.size() != snap().stacks.size()) stack_match_.assign(snap().stacks.size(), -1);
+  int8_t& m = stack_match_[stack];
+  if (m < 0) m = snap().stack_contains(stack, filter_.frame_text.toStdString()) ? 1 : 0;
+  return m == 1;
+}
+
+QString RecordTableModel::frameText(snapshot::StackId stack) const {
+  const auto frames = snap().stack(stack);
+  return frames.empty() ? QString() : QString::fromStdString(snap().frame_text(frames.front()));
+}
+
+int RecordTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int RecordTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : columns(); }
+
+QVariant RecordTableModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= static_cast<int>(rows_.size()) || index.column() >= columns()) return {};
+  const uint32_t record = rows_[static_cast<size_t>(index.row())];
+  switch (role) {
+    case Qt::DisplayRole: return display(record, index.column());
+    case Qt::UserRole: return raw(record, index.column());
+    case Qt::ToolTipRole: {
+      const std::string text = snap().stack_text(stackOf(record));
+      return text.empty() ? QVariant() : QVariant(QString::fromStdString(text));
+    }
+    case HighlightRole: return highlighted(record);
+    default: return {};
+  }
+}
+
+QVariant RecordTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role != Qt::DisplayRole) return {};
+  if (orientation == Qt::Horizontal) return section >= 0 && section < columns() ? QVariant(header(section)) : QVariant();
+  return section + 1;
+}
+
+void RecordTableModel::sort(int column, Qt::SortOrder order) {
+  if (column < 0 || column >= columns()) return;
+  sort_column_ = column;
+  sort_order_ = order;
+  emit layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
+  const QModelIndexList before = persistentIndexList();
+  std::vector<uint32_t> old_records;
+  for (const QModelIndex& i : before) old_records.push_back(rows_[static_cast<size_t>(i.row())]);
+  std::stable_sort(rows_.begin(), rows_.end(), [&](uint32_t a, uint32_t b) { return less(a, b, column); });
+  if (order == Qt::DescendingOrder) std::reverse(rows_.begin(), rows_.end());
+  QModelIndexList after;
+  for (int k = 0; k < before.size(); ++k) after.push_back(index(rowOfRecord(old_records[static_cast<size_t>(k)]), before[k].column()));
+  changePersistentIndexList(before, after);
+  emit layoutChanged({}, QAbstractItemModel::VerticalSortHint);
+}
+
+int RecordTableModel::rowOfRecord(uint32_t record) const {
+  auto it = std::find(rows_.begin(), rows_.end(), record);
+  return it == rows_.end() ? -1 : static_cast<int>(it - rows_.begin());
+}
+
+int RecordTableModel::findAddress(uint64_t address, int after) const {
+  for (size_t r = static_cast<size_t>(after + 1); r < rows_.size(); ++r)
+    if (covers(rows_[r], address)) return static_cast<int>(r);
+  return -1;
+}
+
+int RecordTableModel::findFrameText(const QString& text, int after) const {
+  const std::string needle = text.toStdString();
+  for (size_t r = static_cast<size_t>(after + 1); r < rows_.size(); ++r)
+    if (snap().stack_contains(stackOf(rows_[r]), needle)) return static_cast<int>(r);
+  return -1;
+}
+
+}  // namespace cudascope::gui

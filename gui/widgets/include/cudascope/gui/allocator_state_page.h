@@ -1,0 +1,42 @@
+#pragma once
+// The allocator-state tab: a slider over the trace entries of the shown device and the
+// state after the selected entry, from checkpointed incremental replay (AllocatorReplay).
+
+#include <cudascope/gui/loaded_snapshot.h>
+
+#include <QWidget>
+
+#include <memory>
+
+class QLabel;
+class QSlider;
+class QSpinBox;
+
+namespace cudascope::snapshot {
+class AllocatorReplay;
+}
+
+namespace cudascope::gui {
+
+class AllocatorStateView;
+
+class AllocatorStatePage : public QWidget {
+  Q_OBJECT
+ public:
+  explicit AllocatorStatePage(QWidget* parent = nullptr);
+  ~AllocatorStatePage() override;
+  void setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded);
+  // Shows the state after absolute trace entry `entry`.
+  void showEntry(int64_t entry);
+  AllocatorStateView* view() const { return view_; }
+
+ private:
+  std::shared_ptr<const LoadedSnapshot> loaded_;
+  std::unique_ptr<snapshot::AllocatorReplay> replay_;
+  QSlider* slider_;
+  QSpinBox* spin_;
+  QLabel* entry_label_;
+  AllocatorStateView* view_;
+};
+
+}  // namespace cudascope::gui

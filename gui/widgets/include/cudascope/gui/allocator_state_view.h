@@ -1,0 +1,45 @@
+#pragma once
+// Segments as bars (length proportional to size), blocks coloured by state: allocated,
+// pending free, inactive (cached, free). The final state also shows internal
+// fragmentation (the unrequested tail of each allocated block, hatched); the header line
+// gives reserved/allocated/active, external fragmentation and the largest free block.
+
+#include <cudascope/snapshot/allocator_replay.h>
+#include <cudascope/snapshot/snapshot.h>
+
+#include <QWidget>
+
+#include <memory>
+
+namespace cudascope::gui {
+
+class AllocatorStateView : public QWidget {
+  Q_OBJECT
+ public:
+  static constexpr QRgb kAllocated = 0xff3f7fbf, kPending = 0xfff0a030, kInactive = 0xff4a4a52, kUnrequested = 0xff9fc4e8;
+
+  explicit AllocatorStateView(QWidget* parent = nullptr);
+  // `final_state` enables the requested-size overlay (only the snapshot's own blocks know it).
+  void setState(std::shared_ptr<const snapshot::Snapshot> snapshot, snapshot::AllocatorState state, bool final_state);
+  const snapshot::AllocatorState& state() const { return state_; }
+  QSize sizeHint() const override;
+  QString describe(QPoint point) const;
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mouseMoveEvent(QMouseEvent*) override;
+
+ private:
+  struct Hit {
+    int segment = -1, block = -1;
+  };
+  Hit hitAt(QPoint p) const;
+  QRectF blockRect(int segment, const snapshot::StateBlock& block) const;
+
+  std::shared_ptr<const snapshot::Snapshot> snapshot_;
+  snapshot::AllocatorState state_;
+  bool final_ = false;
+  uint64_t max_segment_ = 1;
+};
+
+}  // namespace cudascope::gui

@@ -1,0 +1,164 @@
+#include <cudascope/gui/record_table_page.h>
+
+#include <cudascope/gui/block_table_model.h>
+#include <cudascope/gui/segment_table_model.h>
+#include <cudascope/gui/stack_model.h>
+#include <cudascope/gui/trace_table_model.h>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListView>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace cudascope::gui {
+
+bool parseBytes(const QString& text, uint64_t& out) {
+  static const QRegularExpression re(QStringLiteral("^\\s*([0-9]*\\.?[0-9]+)\\s*([kmgt]?)(i?b)?\\s*$"),
+                                     QRegularExpression::CaseInsensitiveOption);
+  const auto m = re.match(text);
+  if (!m.hasMatch()) return false;
+  double v = m.captured(1).toDouble();
+  const QString unit = m.captured(2).toLower();
+  const int shift = unit == "k" ? 10 : unit == "m" ? 20 : unit == "g" ? 30 : unit == "t" ? 40 : 0;
+  out = static_cast<uint64_t>(v * double(uint64_t{1} << shift));
+  return true;
+}
+
+RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), kind_(kind) {
+  switch (kind) {
+    case Kind::segments: model_ = new SegmentTableModel(this); break;
+    case Kind::blocks: model_ = new BlockTableModel(this); break;
+    case Kind::trace: model_ = new TraceTableModel(this); break;
+  }
+  stack_ = new StackModel(this);
+  auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  min_size_ = new QLineEdit;
+  max_size_ = new QLineEdit;
+  min_size_->setPlaceholderText(tr("min size, e.g. 1MiB"));
+  max_size_->setPlaceholderText(tr("max size"));
+  stream_ = new QComboBox;
+  action_ = new QComboBox;
+  frame_ = new QLineEdit;
+  frame_->setPlaceholderText(tr("frame text filter"));
+  search_ = new QLineEdit;
+  search_->setPlaceholderText(tr("find address 0x... or frame text"));
+  auto* find = new QPushButton(tr("Find next"));
+  bar->addWidget(min_size_);
+  bar->addWidget(max_size_);
+  bar->addWidget(stream_);
+  bar->addWidget(action_);
+  bar->addWidget(frame_, 1);
+  bar->addWidget(search_, 1);
+  bar->addWidget(find);
+  layout->addLayout(bar);
+  status_ = new QLabel;
+  layout->addWidget(status_);
+
+  auto* split = new QSplitter(Qt::Vertical);
+  table_ = new QTableView;
+  table_->setModel(model_);
+  table_->setSortingEnabled(true);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->verticalHeader()->setDefaultSectionSize(20);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  auto* stack_view = new QListView;
+  stack_view->setModel(stack_);
+  split->addWidget(table_);
+  split->addWidget(stack_view);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  layout->addWidget(split, 1);
+
+  for (auto* edit : {min_size_, max_size_, frame_}) connect(edit, &QLineEdit::editingFinished, this, &RecordTablePage::applyFilter);
+  for (auto* combo : {stream_, action_}) connect(combo, qOverload<int>(&QComboBox::activated), this, &RecordTablePage::applyFilter);
+  auto do_find = [this] {
+    const QString text = search_->text().trimmed();
+    bool ok = false;
+    const uint64_t address = text.startsWith("0x", Qt::CaseInsensitive) ? text.mid(2).toULongLong(&ok, 16) : 0;
+    const bool found = ok ? findAddress(address) : findFrame(text);
+    status_->setText(found ? QString() : tr("'%1' not found after the selected row").arg(text));
+  };
+  connect(find, &QPushButton::clicked, this, do_find);
+  connect(search_, &QLineEdit::returnPressed, this, do_find);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (!current.isValid() || !loaded_) return stack_->clear();
+    stack_->setStack(loaded_->snapshot, model_->stackOf(model_->recordAt(current.row())));
+  });
+}
+
+void RecordTablePage::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded) {
+  loaded_ = loaded;
+  stream_->clear();
+  stream_->addItem(tr("all streams"), -1);
+  for (size_t s = 0; s < loaded_->snapshot->streams.size(); ++s)
+    stream_->addItem(tr("stream %1").arg(formatAddress(loaded_->snapshot->streams[s])), int(s));
+  action_->clear();
+  if (kind_ == Kind::trace) {
+    action_->addItem(tr("all actions"), -1);
+    for (int a = 0; a < snapshot::kActionCount; ++a) {
+      const auto name = snapshot::action_name(static_cast<snapshot::Action>(a));
+      action_->addItem(QString::fromUtf8(name.data(), int(name.size())), a);
+    }
+  } else if (kind_ == Kind::blocks) {
+    action_->addItem(tr("all states"), -1);
+    for (int s = 0; s < 3; ++s) {
+      const auto name = snapshot::block_state_name(static_cast<snapshot::BlockState>(s));
+      action_->addItem(QString::fromUtf8(name.data(), int(name.size())), s);
+    }
+  }
+  action_->setVisible(kind_ != Kind::segments);
+  stack_->clear();
+  model_->setSnapshot(loaded);
+  status_->setText(tr("%1 rows").arg(model_->rowCount()));
+}
+
+void RecordTablePage::applyFilter() {
+  if (!loaded_) return;
+  RecordFilter f;
+  uint64_t v = 0;
+  QStringList bad;
+  if (!min_size_->text().trimmed().isEmpty()) {
+    if (parseBytes(min_size_->text(), v)) f.min_size = v;
+    else bad << tr("min size '%1'").arg(min_size_->text());
+  }
+  if (!max_size_->text().trimmed().isEmpty()) {
+    if (parseBytes(max_size_->text(), v)) f.max_size = v;
+    else bad << tr("max size '%1'").arg(max_size_->text());
+  }
+  f.stream = stream_->currentData().isValid() ? stream_->currentData().toInt() : -1;
+  f.action = action_->currentData().isValid() ? action_->currentData().toInt() : -1;
+  f.frame_text = frame_->text();
+  model_->setFilter(f);
+  status_->setText(bad.isEmpty() ? tr("%1 rows").arg(model_->rowCount())
+                                 : tr("not a size: %1 (use e.g. 4096, 512KiB, 1.5MiB)").arg(bad.join(", ")));
+}
+
+void RecordTablePage::selectRow(int row) {
+  table_->selectRow(row);
+  table_->scrollTo(model_->index(row, 0));
+}
+
+bool RecordTablePage::findAddress(uint64_t address) {
+  const int from = table_->currentIndex().isValid() ? table_->currentIndex().row() : -1;
+  const int row = model_->findAddress(address, from);
+  if (row >= 0) selectRow(row);
+  return row >= 0;
+}
+
+bool RecordTablePage::findFrame(const QString& text) {
+  const int from = table_->currentIndex().isValid() ? table_->currentIndex().row() : -1;
+  const int row = model_->findFrameText(text, from);
+  if (row >= 0) selectRow(row);
+  return row >= 0;
+}
+
+}  // namespace cudascope::gui
