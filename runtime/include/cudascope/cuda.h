@@ -6,6 +6,8 @@
 #include <cudascope/cuda/event.h>
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/kernels.h>
+#include <cudascope/cuda/memory.h>
+#include <cudascope/cuda/allocator_config.h>
 #include <cudascope/cuda/nvtx.h>
 #include <cudascope/cuda/stream.h>
 #include <cudascope/cuda/telemetry.h>

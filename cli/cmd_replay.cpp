@@ -1,0 +1,60 @@
+// `cudascope replay FILE.jsonl[.gz] [--stats-json OUT]`: replays an allocation sequence
+// recorded with PyTorch through the caching allocator and writes memory_stats() as JSON.
+#include "command.h"
+
+#include <cudascope/cuda.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct ReplayOptions {
+  std::string file;
+  std::string stats_json;
+  bool summary = false;
+};
+
+std::string to_json(const std::map<std::string, std::int64_t>& stats) {
+  std::string out = "{\n";
+  bool first = true;
+  for (const auto& [key, value] : stats) {
+    if (!first) out += ",\n";
+    first = false;
+    out += " \"" + key + "\": " + std::to_string(value);
+  }
+  return out + "\n}\n";
+}
+
+int run_replay(const ReplayOptions& options) {
+  using namespace cudascope;
+  // Replays run wherever they can: a GPU when there is one, else the simulated device.
+  if (std::getenv("CUDASCOPE_BACKEND") == nullptr) setenv("CUDASCOPE_BACKEND", "auto", 1);
+  const auto stats = cuda::memory::replay_file(options.file);
+  const std::string json = to_json(stats);
+  if (options.stats_json.empty() || options.stats_json == "-") {
+    std::fputs(json.c_str(), stdout);
+  } else {
+    std::ofstream out(options.stats_json);
+    if (!(out << json)) {
+      std::fprintf(stderr, "cudascope replay: cannot write %s\n", options.stats_json.c_str());
+      return 1;
+    }
+  }
+  if (options.summary) std::fputs(cuda::format_memory_summary(stats, cuda::current_device(), false).c_str(), stderr);
+  return 0;
+}
+
+}  // namespace
+
+CUDASCOPE_COMMAND(replay, 40) {
+  static ReplayOptions options;
+  CLI::App* sub = app.add_subcommand("replay", "Replay an allocation sequence through the caching allocator");
+  sub->add_option("file", options.file, "Sequence (.jsonl or .jsonl.gz): a header line, then alloc/free ops")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--stats-json", options.stats_json, "Write memory_stats() here as JSON (default: stdout)");
+  sub->add_flag("--summary", options.summary, "Also print memory_summary() on stderr");
+  sub->callback([] { cudascope::cli::set_exit_code(run_replay(options)); });
+}

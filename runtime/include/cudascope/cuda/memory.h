@@ -1,0 +1,199 @@
+#pragma once
+// Device memory: torch.cuda's caching allocator API (memory_stats, memory_summary,
+// empty_cache, caching_allocator_alloc, ...) and torch.cuda.memory's history and
+// snapshots (namespace memory).
+//
+// The allocator is PyTorch's algorithm with PyTorch's statistics: pools, rounding,
+// best-fit per stream, splitting and merging, max_split_size, roundup_power2_divisions,
+// garbage_collection_threshold, expandable_segments, record_stream, the memory fraction
+// and the OOM path, configured by CUDASCOPE_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF.
+//
+// Thread-safety: every function here is thread-safe. `device` -1 means the current device.
+
+#include <cudascope/cuda/allocator_config.h>
+#include <cudascope/cuda/stream.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cudascope::cuda {
+
+// Allocates `size` bytes on `device` for use on `stream` (default: the device's current
+// stream). Throws OutOfMemoryError when the device cannot provide it. Size 0 gives nullptr.
+void* caching_allocator_alloc(std::size_t size, int device = -1, std::optional<Stream> stream = std::nullopt);
+// Returns memory from caching_allocator_alloc. nullptr is ignored. A pointer that is not
+// allocated (double free, foreign pointer) throws cuda::Error and changes nothing.
+void caching_allocator_delete(void* ptr);
+// As above, and checks that `ptr` belongs to `device`: a free on the wrong device throws.
+void caching_allocator_delete(void* ptr, int device);
+// Marks `ptr` (from caching_allocator_alloc) as used on `stream`: its memory is not reused
+// until the work queued on `stream` at free time has completed (Tensor.record_stream).
+void record_stream(void* ptr, const Stream& stream);
+
+// Returns every unused cached block to the device (after synchronising pending frees).
+void empty_cache();
+// Caps the memory the allocator may reserve on `device` at fraction * total memory.
+void set_per_process_memory_fraction(double fraction, int device = -1);
+double get_per_process_memory_fraction(int device = -1);
+
+// PyTorch's 122 keys ("allocated_bytes.all.current", "num_alloc_retries", ...), same meanings.
+std::map<std::string, std::int64_t> memory_stats(int device = -1);
+// Beyond PyTorch: the same counters split by the stream blocks were allocated on, keyed by
+// stream id (0 = default stream). Per stream: allocation, allocated_bytes, requested_bytes,
+// active, active_bytes, segment, reserved_bytes (.current/.peak/.allocated/.freed).
+std::map<std::int64_t, std::map<std::string, std::int64_t>> memory_stats_per_stream(int device = -1);
+// PyTorch's table (torch.cuda.memory_summary), from memory_stats(device).
+std::string memory_summary(int device = -1, bool abbreviated = false);
+// The same table for a stats map (as memory_stats returns, or read from a file).
+std::string format_memory_summary(const std::map<std::string, std::int64_t>& stats, int device, bool abbreviated);
+
+std::int64_t memory_allocated(int device = -1);
+std::int64_t max_memory_allocated(int device = -1);
+std::int64_t memory_reserved(int device = -1);
+std::int64_t max_memory_reserved(int device = -1);
+std::int64_t memory_cached(int device = -1);      // deprecated name of memory_reserved
+std::int64_t max_memory_cached(int device = -1);  // deprecated name of max_memory_reserved
+void reset_peak_memory_stats(int device = -1);
+void reset_max_memory_allocated(int device = -1);
+void reset_max_memory_cached(int device = -1);
+void reset_accumulated_memory_stats(int device = -1);
+
+// "native", "cudaMallocAsync" or "pluggable" (the allocator serving this process).
+std::string get_allocator_backend();
+
+// An allocator loaded from a shared library: alloc_fn is
+//   void* alloc(size_t size, int device, void* stream)
+// and free_fn is
+//   void free(void* ptr, size_t size, int device, void* stream)
+// (the signatures torch.cuda.memory.CUDAPluggableAllocator expects). The constructor
+// loads the library and resolves both symbols, throwing cuda::Error naming the path or
+// the symbol when it cannot.
+class CUDAPluggableAllocator {
+ public:
+  CUDAPluggableAllocator(const std::string& path, const std::string& alloc_fn_name, const std::string& free_fn_name);
+  const std::string& path() const noexcept { return path_; }
+  void* alloc_fn() const noexcept { return alloc_fn_; }
+  void* free_fn() const noexcept { return free_fn_; }
+
+ private:
+  std::string path_;
+  void* alloc_fn_ = nullptr;
+  void* free_fn_ = nullptr;
+};
+
+// Makes `allocator` serve every later caching_allocator_alloc/delete. Refused (cuda::Error)
+// once the current allocator has allocated anything, as torch does.
+void change_current_allocator(const CUDAPluggableAllocator& allocator);
+
+namespace memory {
+
+// torch.cuda.memory._record_memory_history. `enabled`: "state" (only what live blocks
+// need) or "all" (every action in a ring buffer of `max_entries`); std::nullopt stops
+// recording and clears the buffer. `context`: "state", "alloc", "all" or std::nullopt:
+// which actions keep a stack. `stacks`: "python", "cpp" or "all": C++ frames are captured
+// as raw addresses and symbolised when a snapshot is taken. Each entry also keeps the
+// thread's NVTX range stack as user_metadata.
+void record_memory_history(std::optional<std::string> enabled = "all", std::optional<std::string> context = "all",
+                           const std::string& stacks = "all", std::size_t max_entries = SIZE_MAX);
+
+// torch.cuda.memory._set_allocator_settings: replaces the configuration (same syntax as
+// CUDASCOPE_ALLOC_CONF). Applies to later allocations.
+void set_allocator_settings(const std::string& settings);
+// The configuration in force.
+AllocatorConfig allocator_settings();
+
+// PyTorch's snapshot schema (torch.cuda.memory._snapshot()).
+struct Frame {
+  std::string name;
+  std::string filename;
+  int line = 0;
+};
+
+struct BlockInfo {
+  std::uint64_t address = 0;
+  std::size_t size = 0;
+  std::size_t requested_size = 0;
+  std::string state;  // "active_allocated", "active_pending_free", "inactive"
+  std::vector<Frame> frames;
+};
+
+struct SegmentInfo {
+  int device = 0;
+  std::uint64_t address = 0;
+  std::size_t total_size = 0;
+  std::size_t allocated_size = 0;
+  std::size_t active_size = 0;
+  std::size_t requested_size = 0;
+  std::int64_t stream = 0;
+  std::string segment_type;  // "small" or "large"
+  std::pair<std::int64_t, std::int64_t> segment_pool_id{0, 0};
+  bool is_expandable = false;
+  std::vector<Frame> frames;
+  std::vector<BlockInfo> blocks;
+};
+
+struct TraceEntry {
+  // "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+  // "segment_map", "segment_unmap", "snapshot", "oom", "user_defined"
+  std::string action;
+  std::uint64_t addr = 0;
+  std::size_t size = 0;
+  std::int64_t stream = 0;
+  std::int64_t time_us = 0;  // microseconds since the Unix epoch
+  std::size_t device_free = 0;  // "oom" entries: free device memory (PyTorch writes it instead of addr)
+  std::string compile_context = "N/A";
+  std::string user_metadata;  // the NVTX range stack, outermost first, joined by ';'
+  std::vector<Frame> frames;
+};
+
+struct AllocatorSettings {
+  std::string alloc_conf;  // written as PYTORCH_CUDA_ALLOC_CONF
+  std::int64_t max_split_size = -1;
+  double garbage_collection_threshold = 0.0;
+  bool expandable_segments = false;
+  std::int64_t pinned_num_register_threads = 1;
+  bool release_lock_on_cudamalloc = false;
+  bool pinned_use_cuda_host_register = false;
+  bool graph_capture_record_stream_reuse = false;
+  std::map<std::int64_t, std::int64_t> roundup_power2_divisions;  // interval (MB) -> divisions
+};
+
+struct Snapshot {
+  std::vector<SegmentInfo> segments;
+  std::vector<std::vector<TraceEntry>> device_traces;  // one list per device
+  AllocatorSettings allocator_settings;
+};
+
+// torch.cuda.memory._snapshot(): the segments and blocks now, and the recorded history.
+Snapshot memory_snapshot();
+// torch.cuda.memory._dump_snapshot(path): ".json" writes JSON, ".pickle"/".pkl" a pickle
+// (protocol 4) that PyTorch's tools read; a further ".gz" compresses. Throws cuda::Error
+// naming the path when it cannot be written or the extension is unknown.
+void dump_snapshot(const std::string& path);
+// Writers used by dump_snapshot.
+std::string snapshot_to_json(const Snapshot& snapshot);
+std::string snapshot_to_pickle(const Snapshot& snapshot);
+
+// Replays an allocation sequence (cudascope replay): the first line a JSON header with
+// "conf" (and optionally "memory_limit" bytes, for a memory fraction), then one op per line:
+// {"op":"alloc","id":N,"size":B,"stream":S}, {"op":"free","id":N}, {"op":"empty_cache"},
+// {"op":"reset_peak"}. Stream 0 is the current stream, 1.. side streams. Runs on the current
+// device, which must have no live allocations; afterwards frees what is left, restores the
+// configuration and resets the statistics. Returns memory_stats() as it was at the end.
+std::map<std::string, std::int64_t> replay(std::istream& ops, const std::string& name = "replay");
+// replay() of a file, gzip-compressed when its name ends in ".gz".
+std::map<std::string, std::int64_t> replay_file(const std::string& path);
+
+}  // namespace memory
+
+// Beyond torch: caps what the allocator may reserve on `device` at `bytes` (as a memory
+// fraction does); replays use it to reproduce a fraction taken on another device.
+void set_per_process_memory_limit(std::size_t bytes, int device = -1);
+
+}  // namespace cudascope::cuda

@@ -1,0 +1,137 @@
+#pragma once
+// Blocks and pools, as PyTorch's: a Block is a piece of a segment (one cudaMalloc or one
+// expandable segment), linked to its neighbours; a BlockPool holds the free blocks of one
+// size class ordered by (stream, size, address) for best-fit search per stream.
+// Not thread-safe: the device lock guards them.
+
+#include "history.h"
+#include "stats.h"
+
+#include "../backend/backend.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace cudascope::cuda::detail::alloc {
+
+constexpr std::size_t kMinBlockSize = 512;        // every size is rounded to 512 bytes
+constexpr std::size_t kSmallSize = 1 << 20;       // the largest small-pool request
+constexpr std::size_t kSmallBuffer = 2 << 20;     // small requests share 2 MiB segments
+constexpr std::size_t kLargeBuffer = 20 << 20;    // 1-10 MiB requests share 20 MiB segments
+constexpr std::size_t kMinLargeAlloc = 10 << 20;  // larger requests get their own segment
+constexpr std::size_t kRoundLarge = 2 << 20;      // rounded to 2 MiB
+
+class ExpandableSegment;
+struct BlockPool;
+
+struct StreamUse {
+  StreamHandle handle;
+  std::int64_t id;
+  int device;
+  friend bool operator==(const StreamUse& a, const StreamUse& b) { return a.handle == b.handle && a.device == b.device; }
+};
+
+struct Block {
+  int device = 0;
+  StreamHandle stream = nullptr;
+  std::int64_t stream_id = 0;
+  std::size_t size = 0;
+  std::size_t requested_size = 0;
+  BlockPool* pool = nullptr;
+  char* ptr = nullptr;
+  bool allocated = false;
+  bool mapped = true;  // false: an unmapped stretch of an expandable segment
+  Block* prev = nullptr;
+  Block* next = nullptr;
+  int event_count = 0;
+  std::int64_t gc_count_base = 0;
+  std::vector<StreamUse> stream_uses;
+  ExpandableSegment* expandable = nullptr;
+  StreamStats* stream_stats = nullptr;
+  ContextPtr context_when_allocated;
+  ContextPtr context_when_segment_allocated;  // head block of a segment only
+
+  bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
+};
+
+// Search key: (stream, size, address), compared as PyTorch's BlockComparatorSize.
+struct SizeKey {
+  StreamHandle stream;
+  std::size_t size;
+  std::uintptr_t ptr;
+};
+
+struct BySize {
+  using is_transparent = void;
+  static SizeKey key(const Block* b) noexcept {
+    return {b->stream, b->size, reinterpret_cast<std::uintptr_t>(b->ptr)};
+  }
+  static bool less(const SizeKey& a, const SizeKey& b) noexcept {
+    const auto sa = reinterpret_cast<std::uintptr_t>(a.stream), sb = reinterpret_cast<std::uintptr_t>(b.stream);
+    if (sa != sb) return sa < sb;
+    if (a.size != b.size) return a.size < b.size;
+    return a.ptr < b.ptr;
+  }
+  bool operator()(const Block* a, const Block* b) const noexcept { return less(key(a), key(b)); }
+  bool operator()(const Block* a, const SizeKey& b) const noexcept { return less(key(a), b); }
+  bool operator()(const SizeKey& a, const Block* b) const noexcept { return less(a, key(b)); }
+};
+
+// (stream, address), as PyTorch's BlockComparatorAddress (unmapped stretches).
+struct ByAddress {
+  using is_transparent = void;
+  static std::pair<std::uintptr_t, std::uintptr_t> key(const Block* b) noexcept {
+    return {reinterpret_cast<std::uintptr_t>(b->stream), reinterpret_cast<std::uintptr_t>(b->ptr)};
+  }
+  bool operator()(const Block* a, const Block* b) const noexcept { return key(a) < key(b); }
+  bool operator()(const Block* a, const SizeKey& b) const noexcept {
+    return key(a) < std::pair{reinterpret_cast<std::uintptr_t>(b.stream), b.ptr};
+  }
+  bool operator()(const SizeKey& a, const Block* b) const noexcept {
+    return std::pair{reinterpret_cast<std::uintptr_t>(a.stream), a.ptr} < key(b);
+  }
+};
+
+struct BlockPool {
+  BlockPool(bool small, std::pmr::memory_resource* nodes) : blocks(nodes), unmapped(nodes), is_small(small) {}
+  std::pmr::set<Block*, BySize> blocks;
+  std::pmr::set<Block*, ByAddress> unmapped;
+  const bool is_small;
+  std::int64_t get_free_blocks_call_count = 0;
+
+  void insert(Block* block) {
+    block->gc_count_base = get_free_blocks_call_count;
+    blocks.insert(block);
+  }
+  int stat_index() const noexcept { return is_small ? kSmallPool : kLargePool; }
+};
+
+// Blocks come from a free list: the hot path does no malloc for them.
+class BlockArena {
+ public:
+  BlockArena() = default;
+  BlockArena(const BlockArena&) = delete;
+  BlockArena& operator=(const BlockArena&) = delete;
+  ~BlockArena() {
+    for (Block* b : free_) delete b;
+  }
+  Block* make() {
+    if (free_.empty()) return new Block();
+    Block* b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  void recycle(Block* b) {
+    *b = Block{};
+    free_.push_back(b);
+  }
+
+ private:
+  std::vector<Block*> free_;
+};
+
+}  // namespace cudascope::cuda::detail::alloc

@@ -1,0 +1,446 @@
+// The allocation and free paths of one device (PyTorch's DeviceCachingAllocator::malloc,
+// alloc_found_block, free and free_block), with the same statistics updates in the same
+// places so that memory_stats() agrees number for number.
+#include "device_allocator.h"
+
+#include "oom_message.h"
+
+#include <cudascope/cuda/error.h>
+#include <cudascope/cuda/instrumentation.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace cudascope::cuda::detail::alloc {
+
+DeviceAllocator::DeviceAllocator(int device, Backend& backend)
+    : device_(device), backend_(backend), large_(false, &nodes_), small_(true, &nodes_) {}
+
+DeviceAllocator::~DeviceAllocator() = default;  // the process-wide allocator is never destroyed
+
+ContextPtr DeviceAllocator::gather(RecordContext level) const {
+  if (record_when_.load(std::memory_order_relaxed) < static_cast<int>(level)) return nullptr;
+  return capture_context(cpp_stacks_.load(std::memory_order_relaxed));
+}
+
+StreamStats* DeviceAllocator::stats_for(StreamHandle stream) {
+  if (last_stream_stats_ < stream_stats_.size() && stream_stats_[last_stream_stats_].first == stream) {
+    return stream_stats_[last_stream_stats_].second.get();
+  }
+  for (std::size_t i = 0; i < stream_stats_.size(); ++i) {
+    if (stream_stats_[i].first == stream) {
+      last_stream_stats_ = i;
+      return stream_stats_[i].second.get();
+    }
+  }
+  stream_stats_.emplace_back(stream, std::make_unique<StreamStats>());
+  last_stream_stats_ = stream_stats_.size() - 1;
+  return stream_stats_.back().second.get();
+}
+
+// PyTorch's round_size and roundup_power2_next_division.
+std::size_t DeviceAllocator::round_size(std::size_t size) const {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  const std::size_t divisions = config().divisions_for(size);
+  if (divisions > 1 && size > kMinBlockSize * divisions) {
+    if ((size & (size - 1)) == 0) return size;
+    const std::size_t floor = std::size_t{1} << (63 - __builtin_clzll(size));
+    const std::size_t step = floor >> (63 - __builtin_clzll(divisions));
+    if (step == 0) return floor << 1;
+    const std::size_t down = size & ~(step - 1);
+    return down == size ? size : down + step;
+  }
+  return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+std::size_t DeviceAllocator::allocation_size(std::size_t size) {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge);
+}
+
+bool DeviceAllocator::should_split(const Block* block, std::size_t size) const {
+  const std::size_t remaining = block->size - size;
+  if (block->pool->is_small || config().expandable_segments) return remaining >= kMinBlockSize;
+  return size < config().max_split_size && remaining > kSmallSize;
+}
+
+void DeviceAllocator::record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream,
+                             const ContextPtr& ctx) {
+  if (!record_trace_) return;
+  const bool keep = record_when_.load(std::memory_order_relaxed) >= static_cast<int>(RecordContext::kAlloc);
+  trace_.insert(TraceRecord{action, addr, size, stream, instrumentation::host_time_ns(), keep ? ctx : nullptr});
+}
+
+void DeviceAllocator::notify(int action, std::int64_t stream, std::uintptr_t addr, std::size_t size) {
+  if (auto* o = instrumentation::observer()) {
+    using E = instrumentation::AllocatorEvent;
+    o->on_allocator_event(E{static_cast<E::Action>(action), device_, stream, addr, size,
+                            instrumentation::host_time_ns(), stats_.allocated_bytes[kAggregate].current,
+                            stats_.reserved_bytes[kAggregate].current});
+  }
+}
+
+void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::int64_t stream_id) {
+  ContextPtr ctx = gather(RecordContext::kState);  // outside the lock: capture may be slow
+  std::unique_lock lock(mutex_);
+  if (!cuda_events_.empty()) process_events(ctx);
+  const std::size_t size = round_size(orig_size);
+  BlockPool& pool = pool_for(size);
+  AllocParams p{SizeKey{stream, size, 0}, &pool, allocation_size(size)};
+  p.stream_stats = stats_for(stream);
+  p.stream_id = stream_id;
+
+  bool found = get_free_block(p);
+  if (!found) {
+    if (set_fraction_ && config().garbage_collection_threshold > 0.0) garbage_collect_cached_blocks(ctx);
+    found = alloc_block(p, false, ctx) || (release_available_cached_blocks(p, ctx) && alloc_block(p, false, ctx)) ||
+            (release_cached_blocks(ctx) && alloc_block(p, true, ctx));
+  }
+  if (!found) raise_oom(p, std::move(ctx), lock);
+  const bool split = should_split(p.block, size);
+  Block* block = alloc_found_block(p, orig_size, std::move(ctx), split);
+  return block->ptr;
+}
+
+bool DeviceAllocator::get_free_block(AllocParams& p) {
+  BlockPool& pool = *p.pool;
+  const AllocatorConfig& cfg = config();
+  if (set_fraction_ && cfg.garbage_collection_threshold > 0.0) ++pool.get_free_blocks_call_count;
+  auto it = pool.blocks.lower_bound(p.key);
+  if (it == pool.blocks.end() || (*it)->stream != p.key.stream) return false;
+  if ((*it)->expandable) {
+    if (cfg.expandable_segments) {
+      // Best fit counts a block followed by unmapped space as the size it can grow to.
+      auto expandable_size = [](const Block* b) {
+        return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
+      };
+      auto next = std::next(it);
+      while ((*it)->expandable && next != pool.blocks.end() && (*next)->stream == p.key.stream &&
+             expandable_size(*next) < expandable_size(*it)) {
+        it = next++;
+      }
+    } else {
+      // Expandable segments were switched off: use only ordinary blocks.
+      do {
+        ++it;
+      } while (it != pool.blocks.end() && (*it)->expandable && (*it)->stream == p.key.stream);
+      if (it == pool.blocks.end() || (*it)->stream != p.key.stream) return false;
+    }
+  }
+  // No oversize block for a request below max_split_size; oversize blocks serve larger
+  // requests only within max_non_split_rounding_size.
+  if (p.key.size < cfg.max_split_size && (*it)->size >= cfg.max_split_size) return false;
+  if (p.key.size >= cfg.max_split_size && (*it)->size >= p.key.size + cfg.max_non_split_rounding_size) return false;
+  p.block = *it;
+  pool.blocks.erase(it);
+  return true;
+}
+
+bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx) {
+  const std::size_t size = p.alloc_size;
+  if (is_retry) stats_.num_alloc_retries += 1;
+  if (set_fraction_ && total_allocated_memory_ + size > allowed_memory_maximum_) {
+    p.oom = true;
+    return false;
+  }
+  if (config().expandable_segments) {
+    p.block = try_allocate_expandable_block(p, ctx);
+    p.oom = p.block == nullptr;
+    return p.block != nullptr;
+  }
+  void* ptr = backend_.malloc(device_, size);
+  if (ptr == nullptr) {
+    p.oom = true;
+    return false;
+  }
+  total_allocated_memory_ += size;
+  Block* block = arena_.make();
+  block->device = device_;
+  block->stream = p.key.stream;
+  block->stream_id = p.stream_id;
+  block->size = size;
+  block->pool = p.pool;
+  block->ptr = static_cast<char*>(ptr);
+  block->stream_stats = p.stream_stats;
+  p.block = block;
+  const int pool_index = p.pool->stat_index();
+  stats_.segment.increase(pool_index, 1);
+  stats_.reserved_bytes.increase(pool_index, static_cast<std::int64_t>(size));
+  p.stream_stats->segment.increase(1);
+  p.stream_stats->reserved_bytes.increase(static_cast<std::int64_t>(size));
+  if (size >= config().max_split_size) stats_.oversize_segments.increase(1);
+  stats_.num_device_alloc++;
+  record(Action::kSegmentAlloc, reinterpret_cast<std::uintptr_t>(ptr), size, p.stream_id, ctx);
+  block->context_when_segment_allocated = ctx;
+  notify(2, p.stream_id, reinterpret_cast<std::uintptr_t>(ptr), size);
+  return true;
+}
+
+Block* DeviceAllocator::alloc_found_block(AllocParams& p, std::size_t orig_size, ContextPtr ctx, bool split) {
+  const std::size_t size = p.key.size;
+  BlockPool* pool = p.pool;
+  const int pool_index = pool->stat_index();
+  Block* block = p.block;
+  const bool already_split = block->is_split();
+  if (split) {
+    Block* remaining = block;
+    block = arena_.make();
+    block->device = device_;
+    block->stream = p.key.stream;
+    block->stream_id = remaining->stream_id;
+    block->size = size;
+    block->pool = pool;
+    block->ptr = remaining->ptr;
+    block->expandable = remaining->expandable;
+    block->stream_stats = remaining->stream_stats;
+    block->prev = remaining->prev;
+    if (block->prev) block->prev->next = block;
+    block->next = remaining;
+    remaining->prev = block;
+    remaining->ptr += size;
+    remaining->size -= size;
+    pool->insert(remaining);
+    if (already_split && !block->expandable) {
+      // An already-split inactive block shrinks by `size`.
+      stats_.inactive_split_bytes.decrease(pool_index, static_cast<std::int64_t>(block->size));
+    } else if (!block->expandable) {
+      // A new inactive split block of remaining->size appears.
+      stats_.inactive_split_bytes.increase(pool_index, static_cast<std::int64_t>(remaining->size));
+      stats_.inactive_split.increase(pool_index, 1);
+    }
+  } else if (already_split && !block->expandable) {
+    stats_.inactive_split_bytes.decrease(pool_index, static_cast<std::int64_t>(block->size));
+    stats_.inactive_split.decrease(pool_index, 1);
+  }
+  block->allocated = true;
+  block->requested_size = orig_size;
+  block->context_when_allocated = std::move(ctx);
+  record(Action::kAlloc, reinterpret_cast<std::uintptr_t>(block->ptr), orig_size, block->stream_id,
+         block->context_when_allocated);
+  allocated_.insert(block->ptr, block);
+  const auto bytes = static_cast<std::int64_t>(block->size);
+  stats_.allocation.increase(pool_index, 1);
+  stats_.allocated_bytes.increase(pool_index, bytes);
+  stats_.active.increase(pool_index, 1);
+  stats_.active_bytes.increase(pool_index, bytes);
+  stats_.requested_bytes.increase(pool_index, static_cast<std::int64_t>(orig_size));
+  StreamStats& ss = *block->stream_stats;
+  ss.allocation.increase(1);
+  ss.allocated_bytes.increase(bytes);
+  ss.active.increase(1);
+  ss.active_bytes.increase(bytes);
+  ss.requested_bytes.increase(static_cast<std::int64_t>(orig_size));
+  if (block->size >= config().max_split_size) stats_.oversize_allocations.increase(1);
+  notify(0, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size);
+  return block;
+}
+
+bool DeviceAllocator::free(void* ptr) {
+  ContextPtr ctx = gather(RecordContext::kAll);
+  std::lock_guard lock(mutex_);
+  Block* block = allocated_.erase(ptr);
+  if (block == nullptr) return false;
+  block->allocated = false;
+  const int pool_index = block->pool->stat_index();
+  const auto bytes = static_cast<std::int64_t>(block->size);
+  stats_.allocation.decrease(pool_index, 1);
+  stats_.allocated_bytes.decrease(pool_index, bytes);
+  block->stream_stats->allocation.decrease(1);
+  block->stream_stats->allocated_bytes.decrease(bytes);
+  record(Action::kFreeRequested, reinterpret_cast<std::uintptr_t>(block->ptr), block->requested_size,
+         block->stream_id, ctx ? ctx : block->context_when_allocated);
+  if (block->size >= config().max_split_size) stats_.oversize_allocations.decrease(1);
+  const auto address = reinterpret_cast<std::uintptr_t>(block->ptr);
+  const std::int64_t stream_id = block->stream_id;
+  const std::size_t size = block->size;
+  if (!block->stream_uses.empty()) {
+    insert_events(block);
+  } else {
+    free_block(block, ctx);
+  }
+  notify(1, stream_id, address, size);
+  return true;
+}
+
+void DeviceAllocator::free_block(Block* block, const ContextPtr& ctx) {
+  record(Action::kFreeCompleted, reinterpret_cast<std::uintptr_t>(block->ptr), block->requested_size,
+         block->stream_id, ctx ? ctx : block->context_when_allocated);
+  block->context_when_allocated.reset();
+  const std::size_t original_size = block->size;
+  const std::size_t requested_size = block->requested_size;
+  BlockPool& pool = *block->pool;
+  std::int64_t net_blocks = 0;
+  std::int64_t net_bytes = 0;
+  for (Block* candidate : {block->prev, block->next}) {
+    const std::size_t subsumed = try_merge_blocks(block, candidate, pool);
+    if (subsumed > 0) {
+      net_blocks -= 1;
+      net_bytes -= static_cast<std::int64_t>(subsumed);
+    }
+  }
+  pool.insert(block);
+  if (block->is_split()) {
+    net_blocks += 1;
+    net_bytes += static_cast<std::int64_t>(block->size);
+  }
+  const int pool_index = pool.stat_index();
+  // Expandable segments' free pages can always be released: PyTorch leaves them out of
+  // inactive_split.
+  if (!block->expandable) {
+    if (net_blocks > 0) stats_.inactive_split.increase(pool_index, net_blocks);
+    if (net_blocks < 0) stats_.inactive_split.decrease(pool_index, -net_blocks);
+    if (net_bytes > 0) stats_.inactive_split_bytes.increase(pool_index, net_bytes);
+    if (net_bytes < 0) stats_.inactive_split_bytes.decrease(pool_index, -net_bytes);
+  }
+  stats_.active.decrease(pool_index, 1);
+  stats_.active_bytes.decrease(pool_index, static_cast<std::int64_t>(original_size));
+  stats_.requested_bytes.decrease(pool_index, static_cast<std::int64_t>(requested_size));
+  StreamStats& ss = *block->stream_stats;
+  ss.active.decrease(1);
+  ss.active_bytes.decrease(static_cast<std::int64_t>(original_size));
+  ss.requested_bytes.decrease(static_cast<std::int64_t>(requested_size));
+}
+
+std::size_t DeviceAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
+  if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
+      dst->mapped != src->mapped) {
+    return 0;
+  }
+  if (dst->prev == src) {  // [src dst]
+    dst->ptr = src->ptr;
+    dst->prev = src->prev;
+    if (dst->prev) dst->prev->next = dst;
+    dst->context_when_segment_allocated = std::move(src->context_when_segment_allocated);
+  } else {  // [dst src]
+    dst->next = src->next;
+    if (dst->next) dst->next->prev = dst;
+  }
+  const std::size_t subsumed = src->size;
+  dst->size += subsumed;
+  if (src->mapped) {
+    pool.blocks.erase(src);
+  } else {
+    pool.unmapped.erase(src);
+  }
+  arena_.recycle(src);
+  return subsumed;
+}
+
+bool DeviceAllocator::record_stream(void* ptr, const StreamUse& use) {
+  std::lock_guard lock(mutex_);
+  Block* block = allocated_.find(ptr);
+  if (block == nullptr) return false;
+  // Uses on the allocation stream need no synchronisation.
+  if (use.handle == block->stream && use.device == device_) return true;
+  if (std::find(block->stream_uses.begin(), block->stream_uses.end(), use) == block->stream_uses.end()) {
+    block->stream_uses.push_back(use);
+  }
+  return true;
+}
+
+bool DeviceAllocator::owns_allocation(const void* ptr) {
+  std::lock_guard lock(mutex_);
+  return allocated_.find(ptr) != nullptr;
+}
+
+[[noreturn]] void DeviceAllocator::raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<std::mutex>& lock) {
+  const auto [device_free, device_total] = backend_.mem_get_info(device_);
+  record(Action::kOom, device_free, p.key.size, p.stream_id, ctx);
+  stats_.num_ooms += 1;
+  OomFacts facts;
+  facts.device = device_;
+  facts.requested = p.alloc_size;
+  facts.device_free = device_free;
+  facts.device_total = device_total;
+  facts.allowed = set_fraction_ ? allowed_memory_maximum_ : 0;
+  facts.allocated = static_cast<std::size_t>(stats_.allocated_bytes[kAggregate].current);
+  facts.reserved = static_cast<std::size_t>(stats_.reserved_bytes[kAggregate].current);
+  for (const Block* b : small_.blocks) facts.largest_free_block = std::max(facts.largest_free_block, b->size);
+  for (const Block* b : large_.blocks) facts.largest_free_block = std::max(facts.largest_free_block, b->size);
+  notify(6, p.stream_id, 0, p.key.size);
+  lock.unlock();
+  throw OutOfMemoryError("caching_allocator_alloc", __FILE__, __LINE__, oom_message(facts));
+}
+
+DeviceStats DeviceAllocator::stats() {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+std::map<std::int64_t, StreamStats> DeviceAllocator::stream_stats() {
+  std::lock_guard lock(mutex_);
+  std::map<std::int64_t, StreamStats> out;
+  for (const auto& [handle, s] : stream_stats_) {
+    out[backend_.stream_id(device_, handle)] = *s;
+  }
+  return out;
+}
+
+void DeviceAllocator::reset_accumulated() {
+  std::lock_guard lock(mutex_);
+  stats_.reset_accumulated();
+  for (auto& [handle, s] : stream_stats_) {
+    for (Stat* stat : {&s->allocation, &s->allocated_bytes, &s->requested_bytes, &s->active, &s->active_bytes,
+                       &s->segment, &s->reserved_bytes}) {
+      stat->reset_accumulated();
+    }
+  }
+}
+
+void DeviceAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.reset_peak();
+  for (auto& [handle, s] : stream_stats_) {
+    for (Stat* stat : {&s->allocation, &s->allocated_bytes, &s->requested_bytes, &s->active, &s->active_bytes,
+                       &s->segment, &s->reserved_bytes}) {
+      stat->reset_peak();
+    }
+  }
+}
+
+void DeviceAllocator::set_memory_limit(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  allowed_memory_maximum_ = bytes;
+  set_fraction_ = true;
+}
+
+void DeviceAllocator::clear_memory_limit() {
+  std::lock_guard lock(mutex_);
+  allowed_memory_maximum_ = 0;
+  set_fraction_ = false;
+}
+
+std::size_t DeviceAllocator::memory_limit() const {
+  std::lock_guard lock(mutex_);
+  return allowed_memory_maximum_;
+}
+
+bool DeviceAllocator::has_memory_limit() const {
+  std::lock_guard lock(mutex_);
+  return set_fraction_;
+}
+
+std::size_t DeviceAllocator::live_allocations() {
+  std::lock_guard lock(mutex_);
+  return allocated_.size();
+}
+
+std::size_t DeviceAllocator::largest_free_block() {
+  std::lock_guard lock(mutex_);
+  std::size_t largest = 0;
+  for (const Block* b : small_.blocks) largest = std::max(largest, b->size);
+  for (const Block* b : large_.blocks) largest = std::max(largest, b->size);
+  return largest;
+}
+
+void DeviceAllocator::set_history(const HistorySettings& settings) {
+  std::lock_guard lock(mutex_);
+  record_trace_ = settings.record_trace;
+  record_when_.store(static_cast<int>(settings.when));
+  cpp_stacks_.store(settings.cpp_stacks);
+  trace_.set_max_entries(settings.max_entries);
+  if (!settings.record_trace) trace_.clear();
+}
+
+}  // namespace cudascope::cuda::detail::alloc

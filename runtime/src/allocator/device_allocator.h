@@ -1,0 +1,145 @@
+#pragma once
+// One device's caching allocator: PyTorch's DeviceCachingAllocator (same algorithm, same
+// statistics) with a plain mutex, pooled nodes and an open-addressing pointer map on the
+// hot path. Thread-safety: every public method takes the device lock; none calls another.
+
+#include "block_pool.h"
+#include "expandable_segment.h"
+#include "history.h"
+#include "pointer_map.h"
+#include "stats.h"
+
+#include <cudascope/cuda/allocator_config.h>
+#include <cudascope/cuda/memory.h>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <memory_resource>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cudascope::cuda::detail::alloc {
+
+// The configuration in force (set_allocator_settings replaces it; readers see a stable
+// object: old ones are kept until exit).
+const AllocatorConfig& config() noexcept;
+
+// Why a pointer could not be freed.
+enum class PointerKind { kAllocated, kFreeBlock, kInsideBlock, kUnknown };
+
+class DeviceAllocator {
+ public:
+  DeviceAllocator(int device, Backend& backend);
+  ~DeviceAllocator();
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+
+  // Returns a block of at least `size` bytes for `stream`; throws OutOfMemoryError.
+  void* malloc(std::size_t size, StreamHandle stream, std::int64_t stream_id);
+  // Frees `ptr` when it is allocated here (true); false, with nothing changed, otherwise.
+  bool free(void* ptr);
+  // What `ptr` is to this device (error messages).
+  PointerKind classify(const void* ptr);
+  bool record_stream(void* ptr, const StreamUse& use);
+  bool owns_allocation(const void* ptr);
+
+  void empty_cache();
+  void set_memory_limit(std::size_t bytes);
+  std::size_t memory_limit() const;
+  bool has_memory_limit() const;
+
+  DeviceStats stats();
+  std::map<std::int64_t, StreamStats> stream_stats();
+  void reset_accumulated();
+  void reset_peak();
+  // Returns to the state of a new allocator (replays): drops the memory limit.
+  void clear_memory_limit();
+  std::size_t live_allocations();
+  std::size_t largest_free_block();
+
+  void set_history(const HistorySettings& settings);
+  // Appends this device's segments and trace (trace entries oldest first).
+  void snapshot(std::vector<memory::SegmentInfo>& segments, std::vector<memory::TraceEntry>& trace,
+                Symbolizer& symbolizer, std::int64_t epoch_offset_ns);
+  // "" when the block structure and statistics agree; else what is wrong (property tests).
+  std::string check_invariants();
+
+ private:
+  struct AllocParams {
+    SizeKey key;
+    BlockPool* pool;
+    std::size_t alloc_size;
+    Block* block = nullptr;
+    StreamStats* stream_stats = nullptr;
+    std::int64_t stream_id = 0;
+    bool oom = false;
+  };
+
+  ContextPtr gather(RecordContext level) const;
+  StreamStats* stats_for(StreamHandle stream);
+  std::size_t round_size(std::size_t size) const;
+  BlockPool& pool_for(std::size_t size) { return size <= kSmallSize ? small_ : large_; }
+  static std::size_t allocation_size(std::size_t size);
+  bool should_split(const Block* block, std::size_t size) const;
+
+  bool get_free_block(AllocParams& p);
+  bool alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx);
+  Block* alloc_found_block(AllocParams& p, std::size_t orig_size, ContextPtr ctx, bool split);
+  void free_block(Block* block, const ContextPtr& ctx);
+  std::size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool);
+
+  bool release_available_cached_blocks(const AllocParams& p, const ContextPtr& ctx);
+  bool release_cached_blocks(const ContextPtr& ctx);
+  void release_blocks(BlockPool& pool, const ContextPtr& ctx);
+  void release_block(Block* block, const ContextPtr& ctx);
+  void garbage_collect_cached_blocks(const ContextPtr& ctx);
+
+  Block* find_expandable_block(StreamHandle stream, std::int64_t stream_id, BlockPool* pool, std::size_t size,
+                               StreamStats* stream_stats);
+  bool map_block(Block* to_map, std::size_t size, const ContextPtr& ctx);
+  Block* try_allocate_expandable_block(AllocParams& p, const ContextPtr& ctx);
+  void unmap_block(Block* block, const ContextPtr& ctx);
+  void release_expandable_segment(Block* block);
+
+  void insert_events(Block* block);
+  void process_events(const ContextPtr& ctx);
+  void synchronize_and_free_events(const ContextPtr& ctx);
+  EventHandle get_event(int device);
+
+  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx);
+  void notify(int action, std::int64_t stream, std::uintptr_t addr, std::size_t size);
+  [[noreturn]] void raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<std::mutex>& lock);
+  std::vector<const Block*> all_blocks() const;
+
+  const int device_;
+  Backend& backend_;
+  mutable std::mutex mutex_;
+  std::pmr::unsynchronized_pool_resource nodes_;
+  BlockArena arena_;
+  BlockPool large_;
+  BlockPool small_;
+  PointerMap<Block> allocated_;
+  DeviceStats stats_;
+  std::vector<std::pair<StreamHandle, std::unique_ptr<StreamStats>>> stream_stats_;
+  std::size_t last_stream_stats_ = 0;
+  struct PendingEvents {
+    StreamUse stream;
+    std::deque<std::pair<EventHandle, Block*>> events;
+  };
+  std::vector<PendingEvents> cuda_events_;
+  std::vector<std::pair<int, EventHandle>> event_pool_;
+  std::size_t total_allocated_memory_ = 0;
+  std::size_t allowed_memory_maximum_ = 0;
+  bool set_fraction_ = false;
+  std::vector<ExpandableSegment*> expandable_segments_;
+
+  std::atomic<int> record_when_{0};
+  std::atomic<bool> cpp_stacks_{false};
+  bool record_trace_ = false;
+  TraceBuffer trace_;
+};
+
+}  // namespace cudascope::cuda::detail::alloc

@@ -1,0 +1,71 @@
+#pragma once
+// The allocator's counters, as PyTorch's DeviceStats: each Stat has current, peak,
+// allocated (cumulative increases) and freed (cumulative decreases); arrays hold the
+// aggregate and the small and large pools. Not thread-safe: the device lock guards them.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace cudascope::cuda::detail::alloc {
+
+struct Stat {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+  std::int64_t allocated = 0;
+  std::int64_t freed = 0;
+
+  void increase(std::int64_t amount) noexcept {
+    current += amount;
+    if (current > peak) peak = current;
+    allocated += amount;
+  }
+  void decrease(std::int64_t amount) noexcept {
+    current -= amount;
+    freed += amount;
+  }
+  void reset_accumulated() noexcept { allocated = freed = 0; }
+  void reset_peak() noexcept { peak = current; }
+};
+
+enum StatType : int { kAggregate = 0, kSmallPool = 1, kLargePool = 2 };
+
+struct StatArray {
+  std::array<Stat, 3> stat;
+  // Changes the aggregate and the pool's entry together, as PyTorch's stat_types do.
+  void increase(int pool, std::int64_t amount) noexcept {
+    stat[kAggregate].increase(amount);
+    stat[pool].increase(amount);
+  }
+  void decrease(int pool, std::int64_t amount) noexcept {
+    stat[kAggregate].decrease(amount);
+    stat[pool].decrease(amount);
+  }
+  const Stat& operator[](int i) const noexcept { return stat[i]; }
+};
+
+struct DeviceStats {
+  StatArray allocation, segment, active, inactive_split;
+  StatArray allocated_bytes, reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes;
+  std::int64_t num_alloc_retries = 0;
+  std::int64_t num_ooms = 0;
+  Stat oversize_allocations, oversize_segments;
+  std::int64_t num_sync_all_streams = 0;
+  std::int64_t num_device_alloc = 0;
+  std::int64_t num_device_free = 0;
+
+  void reset_accumulated() noexcept;
+  void reset_peak() noexcept;
+};
+
+// Per-stream figures (beyond PyTorch), aggregate over both pools.
+struct StreamStats {
+  Stat allocation, allocated_bytes, requested_bytes, active, active_bytes, segment, reserved_bytes;
+};
+
+// PyTorch's flat memory_stats() keys and values; max_split_size -1 for "unlimited".
+std::map<std::string, std::int64_t> to_stats_map(const DeviceStats& stats, std::int64_t max_split_size);
+std::map<std::string, std::int64_t> to_stats_map(const StreamStats& stats);
+
+}  // namespace cudascope::cuda::detail::alloc
