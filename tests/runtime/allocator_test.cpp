@@ -1,0 +1,385 @@
+// The caching allocator's behaviours, on the current backend (sim by default).
+#include "allocator_test_util.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+namespace cudascope::testing {
+namespace {
+
+using cuda::memory_stats;
+constexpr std::size_t kMiB = 1 << 20;
+
+class AllocatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(cuda::detail::alloc::live_allocations(0), 0u) << "a previous test leaked an allocation";
+    fresh_allocator();
+  }
+  void TearDown() override { fresh_allocator(); }
+};
+
+TEST(AllocatorConfigTest, ParsesEveryKey) {
+  const auto c = cuda::AllocatorConfig::parse(
+      "max_split_size_mb:128, roundup_power2_divisions:4,garbage_collection_threshold:0.6,"
+      "expandable_segments:True,max_non_split_rounding_mb:64,release_lock_on_cudamalloc:True");
+  EXPECT_EQ(c.max_split_size, 128 * kMiB);
+  EXPECT_EQ(c.max_non_split_rounding_size, 64 * kMiB);
+  EXPECT_DOUBLE_EQ(c.garbage_collection_threshold, 0.6);
+  EXPECT_TRUE(c.expandable_segments);
+  EXPECT_TRUE(c.release_lock_on_cudamalloc);
+  for (auto d : c.roundup_power2_divisions) EXPECT_EQ(d, 4u);
+}
+
+TEST(AllocatorConfigTest, BucketListFollowsPyTorchsFillRules) {
+  // The first entry also covers smaller intervals; '>' fills from the last named interval on,
+  // overwriting it (as PyTorch's parser does).
+  const auto c = cuda::AllocatorConfig::parse("roundup_power2_divisions:[64:8,256:4,>:1]");
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(c.roundup_power2_divisions[i], 8u) << i;
+  EXPECT_EQ(c.roundup_power2_divisions[6], 8u);
+  EXPECT_EQ(c.roundup_power2_divisions[7], 0u);
+  for (std::size_t i = 8; i < 16; ++i) EXPECT_EQ(c.roundup_power2_divisions[i], 1u) << i;
+  EXPECT_EQ(c.divisions_for(100 * kMiB), 8u);  // [64 MiB, 128 MiB)
+  EXPECT_EQ(c.divisions_for(512), 8u);
+}
+
+TEST(AllocatorConfigTest, BadKeyOrValueNamesBoth) {
+  try {
+    cuda::AllocatorConfig::parse("max_split_size_mb:abc", "PYTORCH_CUDA_ALLOC_CONF");
+    FAIL() << "no error";
+  } catch (const cuda::Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("PYTORCH_CUDA_ALLOC_CONF"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("max_split_size_mb"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("abc"));
+  }
+  EXPECT_THAT([] { cuda::AllocatorConfig::parse("bogus_key:1"); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("bogus_key")));
+  EXPECT_THAT([] { cuda::AllocatorConfig::parse("expandable_segments:yes"); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("'yes'")));
+  EXPECT_THROW(cuda::AllocatorConfig::parse("max_split_size_mb:10"), cuda::Error);  // below 20 MB
+  EXPECT_THROW(cuda::AllocatorConfig::parse("garbage_collection_threshold:1.5"), cuda::Error);
+  EXPECT_THROW(cuda::AllocatorConfig::parse("roundup_power2_divisions:3"), cuda::Error);
+}
+
+TEST_F(AllocatorTest, SmallRequestsShareTwoMiBSegmentsRoundedTo512Bytes) {
+  void* a = cuda::caching_allocator_alloc(1000);
+  void* b = cuda::caching_allocator_alloc(1);
+  auto s = memory_stats();
+  EXPECT_EQ(s["allocated_bytes.small_pool.current"], 1024 + 512);
+  EXPECT_EQ(s["requested_bytes.small_pool.current"], 1001);
+  EXPECT_EQ(s["reserved_bytes.small_pool.current"], static_cast<std::int64_t>(2 * kMiB));
+  EXPECT_EQ(s["segment.small_pool.current"], 1);
+  EXPECT_EQ(static_cast<char*>(b), static_cast<char*>(a) + 1024);  // split from the same segment
+  cuda::caching_allocator_delete(a);
+  cuda::caching_allocator_delete(b);
+  s = memory_stats();
+  EXPECT_EQ(s["allocated_bytes.all.current"], 0);
+  EXPECT_EQ(s["inactive_split.all.current"], 0);  // merged back into one block
+  EXPECT_EQ(s["reserved_bytes.all.current"], static_cast<std::int64_t>(2 * kMiB));
+}
+
+TEST_F(AllocatorTest, MediumRequestsSplitTwentyMiBSegmentsLargeOnesGetTheirOwn) {
+  void* big = cuda::caching_allocator_alloc(11 * kMiB + 1);  // its own 12 MiB segment, unsplit
+  void* medium = cuda::caching_allocator_alloc(3 * kMiB);    // splits a new 20 MiB segment
+  auto s = memory_stats();
+  EXPECT_EQ(s["reserved_bytes.large_pool.current"], static_cast<std::int64_t>(20 * kMiB + 12 * kMiB));
+  EXPECT_EQ(s["inactive_split.large_pool.current"], 1);  // the 17 MiB remainder
+  EXPECT_EQ(s["inactive_split_bytes.large_pool.current"], static_cast<std::int64_t>(17 * kMiB));
+  cuda::caching_allocator_delete(medium);
+  cuda::caching_allocator_delete(big);
+  cuda::empty_cache();
+  s = memory_stats();
+  EXPECT_EQ(s["reserved_bytes.all.current"], 0);
+  EXPECT_EQ(s["num_device_free"], 2);
+  EXPECT_EQ(s["num_sync_all_streams"], 1);
+}
+
+TEST_F(AllocatorTest, FreedBlocksAreReusedOnlyOnTheirStream) {
+  cuda::Stream side(0);
+  void* a = cuda::caching_allocator_alloc(4096);
+  cuda::caching_allocator_delete(a);
+  void* b = cuda::caching_allocator_alloc(4096, 0, side);
+  EXPECT_NE(a, b);
+  void* c = cuda::caching_allocator_alloc(4096);
+  EXPECT_EQ(a, c);
+  EXPECT_EQ(memory_stats()["segment.all.current"], 2);
+  auto per_stream = cuda::memory_stats_per_stream(0);
+  EXPECT_EQ(per_stream[side.id()]["allocated_bytes.current"], 4096);
+  EXPECT_EQ(per_stream[0]["segment.current"], 1);
+  cuda::caching_allocator_delete(b);
+  cuda::caching_allocator_delete(c);
+}
+
+TEST_F(AllocatorTest, MaxSplitSizeKeepsOversizeBlocksWhole) {
+  cuda::memory::set_allocator_settings("max_split_size_mb:32");
+  void* a = cuda::caching_allocator_alloc(40 * kMiB);
+  auto s = memory_stats();
+  EXPECT_EQ(s["oversize_allocations.current"], 1);
+  EXPECT_EQ(s["oversize_segments.current"], 1);
+  EXPECT_EQ(s["max_split_size"], static_cast<std::int64_t>(32 * kMiB));
+  cuda::caching_allocator_delete(a);
+  void* small = cuda::caching_allocator_alloc(4 * kMiB);  // may not use the oversize block
+  EXPECT_NE(small, a);
+  void* again = cuda::caching_allocator_alloc(39 * kMiB);  // within 20 MiB of it: reused whole
+  EXPECT_EQ(again, a);
+  EXPECT_EQ(memory_stats()["inactive_split.large_pool.current"], 1);  // only the 4 MiB one's remainder
+  cuda::caching_allocator_delete(small);
+  cuda::caching_allocator_delete(again);
+}
+
+TEST_F(AllocatorTest, RoundupPowerTwoDivisions) {
+  cuda::memory::set_allocator_settings("roundup_power2_divisions:4");
+  void* a = cuda::caching_allocator_alloc(1200 * 1024);  // between 1 and 2 MiB: 1.25 MiB
+  EXPECT_EQ(memory_stats()["allocated_bytes.all.current"], 1280 * 1024);
+  cuda::caching_allocator_delete(a);
+}
+
+TEST_F(AllocatorTest, RecordStreamDelaysReuseUntilTheStreamsWorkIsDone) {
+  cuda::Stream side(0);
+  void* a = cuda::caching_allocator_alloc(8192);
+  cuda::busy_wait(std::chrono::milliseconds(200), side);
+  cuda::record_stream(a, side);
+  cuda::caching_allocator_delete(a);
+  auto s = memory_stats();
+  EXPECT_EQ(s["allocation.all.current"], 0);
+  EXPECT_EQ(s["active.all.current"], 1);  // pending its event
+  void* b = cuda::caching_allocator_alloc(8192);
+  EXPECT_NE(a, b);
+  side.synchronize();
+  cuda::caching_allocator_delete(b);
+  void* c = cuda::caching_allocator_alloc(8192);  // events processed: the first block is back
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(memory_stats()["active.all.current"], 1);
+  cuda::caching_allocator_delete(c);
+  EXPECT_EQ(cuda::detail::alloc::check_invariants(0), "");
+}
+
+TEST_F(AllocatorTest, OutOfMemoryReportsTheAllocatorsStateAndChangesNothing) {
+  const auto total = cuda::mem_get_info(0).second;
+  cuda::set_per_process_memory_fraction(static_cast<double>(64 * kMiB) / static_cast<double>(total));
+  void* a = cuda::caching_allocator_alloc(30 * kMiB);
+  const auto before = memory_stats();
+  try {
+    cuda::caching_allocator_alloc(60 * kMiB);
+    FAIL() << "no OutOfMemoryError";
+  } catch (const cuda::OutOfMemoryError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("Tried to allocate 60.00 MiB"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("allowed"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("30.00 MiB is allocated"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("largest free cached block"));
+  }
+  auto after = memory_stats();
+  EXPECT_EQ(after["num_ooms"], 1);
+  EXPECT_EQ(after["num_alloc_retries"], 1);
+  EXPECT_EQ(after["allocated_bytes.all.current"], before.at("allocated_bytes.all.current"));
+  cuda::caching_allocator_delete(a);
+}
+
+TEST_F(AllocatorTest, OomSnapshotIsDumpedWhenAsked) {
+  const std::string path = ::testing::TempDir() + "cudascope_oom.json";
+  std::remove(path.c_str());
+  setenv("CUDASCOPE_OOM_SNAPSHOT", path.c_str(), 1);
+  cuda::set_per_process_memory_limit(4 * kMiB, 0);
+  EXPECT_THROW(cuda::caching_allocator_alloc(8 * kMiB), cuda::OutOfMemoryError);
+  unsetenv("CUDASCOPE_OOM_SNAPSHOT");
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(text, ::testing::StartsWith("{\"segments\":"));
+}
+
+TEST_F(AllocatorTest, BadFreesAreErrorsThatChangeNothing) {
+  void* a = cuda::caching_allocator_alloc(4096);
+  void* b = cuda::caching_allocator_alloc(4096);
+  cuda::caching_allocator_delete(a);
+  const auto before = memory_stats();
+  EXPECT_THAT([&] { cuda::caching_allocator_delete(a); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("double free")));
+  int host = 0;
+  EXPECT_THAT([&] { cuda::caching_allocator_delete(&host); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("foreign pointer")));
+  EXPECT_THAT([&] { cuda::caching_allocator_delete(static_cast<char*>(b) + 16); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("inside a block")));
+  if (cuda::device_count() >= 2) {
+    EXPECT_THAT([&] { cuda::caching_allocator_delete(b, 1); },
+                ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("wrong device")));
+  }
+  EXPECT_EQ(memory_stats(), before);
+  EXPECT_EQ(cuda::detail::alloc::check_invariants(0), "");
+  cuda::caching_allocator_delete(b, 0);
+}
+
+TEST_F(AllocatorTest, ExpandableSegmentsGrowOneSegmentPerStream) {
+  cuda::memory::set_allocator_settings("expandable_segments:True");
+  void* a = cuda::caching_allocator_alloc(30 * kMiB);
+  void* b = cuda::caching_allocator_alloc(30 * kMiB);
+  EXPECT_EQ(static_cast<char*>(b), static_cast<char*>(a) + 30 * kMiB);  // contiguous in one segment
+  auto s = memory_stats();
+  EXPECT_EQ(s["reserved_bytes.large_pool.current"], static_cast<std::int64_t>(60 * kMiB));  // 20 MiB pages
+  EXPECT_EQ(s["segment.large_pool.current"], 0);  // PyTorch counts mapped pages, not segments
+  const auto snap = cuda::memory::memory_snapshot();
+  ASSERT_EQ(snap.segments.size(), 1u);
+  EXPECT_TRUE(snap.segments[0].is_expandable);
+  EXPECT_EQ(snap.segments[0].total_size, 60 * kMiB);
+  cuda::caching_allocator_delete(a);
+  cuda::caching_allocator_delete(b);
+  cuda::empty_cache();
+  EXPECT_EQ(memory_stats()["reserved_bytes.all.current"], 0);
+  EXPECT_EQ(cuda::detail::alloc::check_invariants(0), "");
+}
+
+TEST_F(AllocatorTest, GarbageCollectionFreesOldBlocksUnderAMemoryFraction) {
+  cuda::memory::set_allocator_settings("garbage_collection_threshold:0.5");
+  cuda::set_per_process_memory_limit(180 * kMiB, 0);
+  for (int i = 0; i < 4; ++i) cuda::caching_allocator_delete(cuda::caching_allocator_alloc((22 + 2 * i) * kMiB));
+  EXPECT_EQ(memory_stats()["num_device_free"], 0);
+  void* big = cuda::caching_allocator_alloc(90 * kMiB);  // over the threshold: old blocks go
+  EXPECT_GT(memory_stats()["num_device_free"], 0);
+  cuda::caching_allocator_delete(big);
+}
+
+TEST_F(AllocatorTest, SummaryMatchesPyTorchsLayout) {
+  const auto stats = read_stats_json(data_path("torch_memory_stats.json"));
+  ASSERT_EQ(stats.size(), 122u);
+  std::ifstream in(data_path("torch_memory_summary.txt"));
+  std::string expected((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(cuda::format_memory_summary(stats, 0, false), expected);
+}
+
+TEST_F(AllocatorTest, MemoryStatsHasPyTorchsKeys) {
+  const auto reference = read_stats_json(data_path("torch_memory_stats.json"));
+  const auto ours = memory_stats();
+  ASSERT_EQ(ours.size(), reference.size());
+  for (const auto& [key, value] : reference) EXPECT_TRUE(ours.count(key)) << key;
+  EXPECT_EQ(cuda::memory_allocated(), ours.at("allocated_bytes.all.current"));
+  EXPECT_EQ(cuda::max_memory_reserved(), ours.at("reserved_bytes.all.peak"));
+}
+
+TEST_F(AllocatorTest, HistoryRecordsActionsWithNvtxAndStacks) {
+  cuda::memory::record_memory_history("all", "all", "all", 4);
+  void* a = nullptr;
+  {
+    cuda::nvtx::Range outer("step");
+    cuda::nvtx::Range inner("forward");
+    a = cuda::caching_allocator_alloc(4096);
+  }
+  auto snap = cuda::memory::memory_snapshot();
+  ASSERT_FALSE(snap.device_traces.empty());
+  const auto& trace = snap.device_traces[0];
+  ASSERT_EQ(trace.size(), 2u);
+  EXPECT_EQ(trace[0].action, "segment_alloc");
+  EXPECT_EQ(trace[1].action, "alloc");
+  EXPECT_EQ(trace[1].user_metadata, "step;forward");
+  EXPECT_FALSE(trace[1].frames.empty());
+  cuda::caching_allocator_delete(a);
+  for (int i = 0; i < 5; ++i) cuda::caching_allocator_delete(cuda::caching_allocator_alloc(512));
+  snap = cuda::memory::memory_snapshot();
+  EXPECT_EQ(snap.device_traces[0].size(), 4u);  // a ring of max_entries
+  cuda::memory::record_memory_history(std::nullopt);
+  EXPECT_TRUE(cuda::memory::memory_snapshot().device_traces[0].empty());
+}
+
+TEST_F(AllocatorTest, SnapshotSegmentsTileAndAgreeWithStats) {
+  void* a = cuda::caching_allocator_alloc(3000);
+  void* b = cuda::caching_allocator_alloc(5 * kMiB);
+  const auto snap = cuda::memory::memory_snapshot();
+  std::size_t reserved = 0, allocated = 0;
+  for (const auto& s : snap.segments) {
+    if (s.device != 0) continue;
+    std::uint64_t at = s.address;
+    for (const auto& blk : s.blocks) {
+      EXPECT_EQ(blk.address, at);
+      at += blk.size;
+    }
+    reserved += s.total_size;
+    allocated += s.allocated_size;
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(reserved), cuda::memory_reserved(0));
+  EXPECT_EQ(static_cast<std::int64_t>(allocated), cuda::memory_allocated(0));
+  const std::string json = cuda::memory::snapshot_to_json(snap);
+  EXPECT_THAT(json, ::testing::HasSubstr("\"segment_type\":\"small\""));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"allocator_settings\":{\"PYTORCH_CUDA_ALLOC_CONF\":\"\""));
+  const std::string pickle = cuda::memory::snapshot_to_pickle(snap);
+  EXPECT_EQ(pickle.substr(0, 2), std::string("\x80\x04", 2));
+  EXPECT_EQ(pickle.back(), '.');
+  cuda::caching_allocator_delete(a);
+  cuda::caching_allocator_delete(b);
+}
+
+// Python's own pickle module reads what we write, when a python3 is at hand.
+TEST_F(AllocatorTest, PythonReadsOurPickle) {
+  if (std::system("python3 -c 'import pickle' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  cuda::memory::record_memory_history("all");
+  void* a = cuda::caching_allocator_alloc(123456);
+  const std::string path = ::testing::TempDir() + "cudascope_snapshot.pickle.gz";
+  cuda::memory::dump_snapshot(path);
+  cuda::memory::record_memory_history(std::nullopt);
+  cuda::caching_allocator_delete(a);
+  const std::string check =
+      "python3 -c \"import pickle,gzip,sys; d=pickle.load(gzip.open(sys.argv[1])); "
+      "s=[s for s in d['segments'] if s['device']==0]; "
+      "assert any(b['requested_size']==123456 and b['state']=='active_allocated' for x in s for b in x['blocks']); "
+      "assert d['segments'][0]['segment_pool_id']==(0,0); "
+      "assert d['device_traces'][0][-1]['action']=='alloc'; "
+      "assert d['allocator_settings']['max_split_size']==-1\" " + path;
+  EXPECT_EQ(std::system(check.c_str()), 0);
+}
+
+// change_current_allocator and backend:cudaMallocAsync need a process that has not allocated.
+int pluggable_child(int, char**) {
+  try {
+    cuda::CUDAPluggableAllocator plugin(CUDASCOPE_TEST_PLUGIN, "test_alloc", "test_free");
+    cuda::change_current_allocator(plugin);
+    if (cuda::get_allocator_backend() != "pluggable") return 2;
+    void* p = cuda::caching_allocator_alloc(1000);
+    if (p == nullptr || cuda::memory_stats()["allocated_bytes.all.current"] != 1000) return 3;
+    cuda::caching_allocator_delete(p);
+    try {
+      cuda::change_current_allocator(plugin);
+      return 4;  // refused after the first allocation
+    } catch (const cuda::Error&) {
+    }
+    std::printf("ok\n");
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("%s\n", e.what());
+    return 1;
+  }
+}
+const ChildModeRegistrar pluggable_mode("--pluggable-child", pluggable_child);
+
+TEST(AllocatorBackendTest, PluggableAllocatorServesTheProcessWhenChosenFirst) {
+  const auto r = run_self({"--pluggable-child"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("ok"));
+}
+
+TEST(AllocatorBackendTest, ChangeIsRefusedAfterTheFirstAllocation) {
+  cuda::caching_allocator_delete(cuda::caching_allocator_alloc(512));
+  cuda::CUDAPluggableAllocator plugin(CUDASCOPE_TEST_PLUGIN, "test_alloc", "test_free");
+  EXPECT_THAT([&] { cuda::change_current_allocator(plugin); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("already allocated")));
+  EXPECT_THAT([] { cuda::CUDAPluggableAllocator("/nonexistent/libx.so", "a", "b"); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("/nonexistent/libx.so")));
+  EXPECT_THAT([] { cuda::CUDAPluggableAllocator(CUDASCOPE_TEST_PLUGIN, "no_such_fn", "test_free"); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("no_such_fn")));
+}
+
+int async_child(int, char**) {
+  if (cuda::get_allocator_backend() != "cudaMallocAsync") return 2;
+  void* p = cuda::caching_allocator_alloc(1 << 20);
+  if (cuda::memory_allocated() != (1 << 20)) return 3;
+  cuda::caching_allocator_delete(p);
+  return cuda::memory_allocated() == 0 ? 0 : 4;
+}
+const ChildModeRegistrar async_mode("--async-child", async_child);
+
+TEST(AllocatorBackendTest, MallocAsyncBackendFromTheConfiguration) {
+  const auto r = run_self({"--async-child"}, {"CUDASCOPE_ALLOC_CONF=backend:cudaMallocAsync"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace cudascope::testing
