@@ -11,7 +11,7 @@
 
 namespace cudascope::gui {
 namespace {
-constexpr int kHeader = 46, kRow = 14, kGap = 3, kLabel = 150, kMargin = 8;
+constexpr int kHeader = 46, kRow = 14, kGap = 3, kLabel = 180, kMargin = 8;
 }
 
 AllocatorStateView::AllocatorStateView(QWidget* parent) : QWidget(parent) {

@@ -1,0 +1,174 @@
+// The Qt models, headless (QT_QPA_PLATFORM=offscreen is not even needed: QtCore only),
+// each under QAbstractItemModelTester, with their figures checked against Python's.
+#include "snapshot_test_support.h"
+
+#include <cudascope/gui/block_table_model.h>
+#include <cudascope/gui/compare_model.h>
+#include <cudascope/gui/figures_model.h>
+#include <cudascope/gui/segment_table_model.h>
+#include <cudascope/gui/snapshot_loader.h>
+#include <cudascope/gui/stack_model.h>
+#include <cudascope/gui/trace_table_model.h>
+
+#include <QAbstractItemModelTester>
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QTimer>
+
+namespace cudascope::gui {
+namespace {
+
+using snapshot::testing::data_path;
+using snapshot::testing::expected_stats;
+
+std::shared_ptr<const LoadedSnapshot> load(const char* name) {
+  return index_snapshot(snapshot::testing::load_fixture(name));
+}
+
+// Fatal mode: a broken model contract aborts the test run.
+template <typename Model>
+void tester(Model* model) {
+  new QAbstractItemModelTester(model, QAbstractItemModelTester::FailureReportingMode::Fatal, model);
+}
+
+TEST(GuiModelTest, TraceTableRowsSortAndFilter) {
+  auto loaded = load("snap_transformer_p4.pickle.gz");
+  TraceTableModel model;
+  tester(&model);
+  model.setSnapshot(loaded);
+  const auto want = expected_stats("snap_transformer.stats.json");
+  EXPECT_EQ(model.rowCount(), want["trace_entries"].get<int>());
+  EXPECT_EQ(model.columnCount(), TraceTableModel::ColumnCount);
+
+  model.sort(TraceTableModel::Size, Qt::DescendingOrder);
+  for (int r = 1; r < model.rowCount(); r += 97)
+    ASSERT_GE(model.index(r - 1, TraceTableModel::Size).data(Qt::UserRole).toULongLong(),
+              model.index(r, TraceTableModel::Size).data(Qt::UserRole).toULongLong());
+
+  RecordFilter f;
+  f.action = int(snapshot::Action::alloc);
+  model.setFilter(f);
+  EXPECT_EQ(model.rowCount(), want["actions"]["alloc"].get<int>());
+  f.min_size = 1 << 20;
+  model.setFilter(f);
+  for (int r = 0; r < model.rowCount(); ++r)
+    ASSERT_GE(model.index(r, TraceTableModel::Size).data(Qt::UserRole).toULongLong(), 1u << 20);
+  f = RecordFilter{};
+  f.frame_text = "multi_head_attention_forward";
+  model.setFilter(f);
+  EXPECT_GT(model.rowCount(), 0);
+  for (int r = 0; r < model.rowCount(); r += 13)
+    EXPECT_TRUE(model.index(r, 0).data(Qt::ToolTipRole).toString().contains("multi_head_attention_forward"));
+}
+
+TEST(GuiModelTest, BlockAndSegmentTablesAndAddressSearch) {
+  auto loaded = load("snap_transformer_p4.pickle.gz");
+  BlockTableModel blocks;
+  SegmentTableModel segments;
+  tester(&blocks);
+  tester(&segments);
+  blocks.setSnapshot(loaded);
+  segments.setSnapshot(loaded);
+  const auto want = expected_stats("snap_transformer.stats.json");
+  EXPECT_EQ(blocks.rowCount(), want["blocks"].get<int>());
+  EXPECT_EQ(segments.rowCount(), want["segments"].get<int>());
+  uint64_t reserved = 0, allocated = 0;
+  for (int r = 0; r < segments.rowCount(); ++r) {
+    reserved += segments.index(r, SegmentTableModel::Total).data(Qt::UserRole).toULongLong();
+    allocated += segments.index(r, SegmentTableModel::Allocated).data(Qt::UserRole).toULongLong();
+  }
+  EXPECT_EQ(reserved, want["reserved_bytes"].get<uint64_t>());
+  EXPECT_EQ(allocated, want["allocated_bytes"].get<uint64_t>());
+
+  // An address inside a block finds that block, and the segment holding it.
+  const auto& b = loaded->snapshot->blocks[17];
+  const int row = blocks.findAddress(b.address + b.size / 2);
+  ASSERT_GE(row, 0);
+  EXPECT_EQ(blocks.recordAt(row), 17u);
+  const int seg_row = segments.findAddress(b.address);
+  ASSERT_GE(seg_row, 0);
+  EXPECT_EQ(segments.recordAt(seg_row), b.segment);
+
+  RecordFilter f;
+  f.action = int(snapshot::BlockState::inactive);
+  blocks.setFilter(f);
+  uint64_t inactive = 0;
+  for (int r = 0; r < blocks.rowCount(); ++r) inactive += blocks.index(r, BlockTableModel::Size).data(Qt::UserRole).toULongLong();
+  EXPECT_EQ(inactive, want["inactive_bytes"].get<uint64_t>());
+  blocks.sort(BlockTableModel::Size, Qt::DescendingOrder);
+  EXPECT_EQ(blocks.index(0, BlockTableModel::Size).data(Qt::UserRole).toULongLong(), want["largest_free_block"].get<uint64_t>());
+}
+
+TEST(GuiModelTest, StackFiguresAndCompareModels) {
+  auto loaded = load("snap_transformer_p4.pickle.gz");
+  StackModel stack;
+  tester(&stack);
+  const auto& first = loaded->snapshot->trace.front();
+  stack.setStack(loaded->snapshot, first.stack);
+  const auto top = expected_stats("snap_transformer.stats.json")["first_entry_top_frame"];
+  ASSERT_GT(stack.rowCount(), 0);
+  EXPECT_EQ(stack.index(0).data().toString().toStdString(),
+            top["name"].get<std::string>() + " (" + top["filename"].get<std::string>() + ":" + std::to_string(top["line"].get<int>()) + ")");
+
+  FiguresModel figures;
+  tester(&figures);
+  figures.setFigures(loaded->figures);
+  bool found = false;
+  for (int r = 0; r < figures.rowCount(); ++r)
+    if (figures.index(r, 0).data().toString() == "Reserved") {
+      EXPECT_EQ(figures.index(r, 1).data(Qt::UserRole).toULongLong(),
+                expected_stats("snap_transformer.stats.json")["reserved_bytes"].get<uint64_t>());
+      found = true;
+    }
+  EXPECT_TRUE(found);
+
+  CompareModel compare;
+  tester(&compare);
+  auto small = load("snap_small_p5.pickle");
+  compare.setComparison(snapshot::compare_snapshots(*small->snapshot, *loaded->snapshot));
+  ASSERT_GT(compare.rowCount(), 0);
+  qlonglong sum = 0;
+  for (int r = 0; r < compare.rowCount(); ++r) sum += compare.index(r, CompareModel::Delta).data(Qt::UserRole).toLongLong();
+  EXPECT_EQ(sum, qlonglong(loaded->figures.active_bytes) - qlonglong(small->figures.active_bytes));
+}
+
+TEST(GuiModelTest, LoaderRunsOffThreadAndReportsErrorsAndCancel) {
+  int argc = 1;
+  char arg0[] = "gui_model_test";
+  char* argv[] = {arg0, nullptr};
+  QCoreApplication app(argc, argv);
+  SnapshotLoader loader;
+  std::shared_ptr<const LoadedSnapshot> result;
+  QString error;
+  bool was_cancelled = false;
+  std::vector<int> progress;
+  QEventLoop loop;
+  QObject::connect(&loader, &SnapshotLoader::progress, [&](int p) { progress.push_back(p); });
+  QObject::connect(&loader, &SnapshotLoader::loaded, [&](auto r, const QString&) { result = r; loop.quit(); });
+  QObject::connect(&loader, &SnapshotLoader::failed, [&](const QString& m, bool c) { error = m; was_cancelled = c; loop.quit(); });
+  QTimer::singleShot(30000, &loop, &QEventLoop::quit);
+
+  loader.start(QString::fromStdString(data_path("snap_transformer_p2.pickle.gz")));
+  EXPECT_TRUE(loader.busy());
+  loop.exec();
+  ASSERT_TRUE(result) << error.toStdString();
+  EXPECT_EQ(result->figures.trace_entries, expected_stats("snap_transformer.stats.json")["trace_entries"].get<uint64_t>());
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back(), 1000);
+
+  result.reset();
+  loader.start(QString::fromStdString(data_path("snap_bad_size_type.pickle")));
+  loop.exec();
+  EXPECT_FALSE(result);
+  EXPECT_FALSE(was_cancelled);
+  EXPECT_TRUE(error.contains("snap_bad_size_type.pickle: byte 13109:")) << error.toStdString();
+
+  loader.start(QString::fromStdString(data_path("snap_transformer_p2.pickle.gz")));
+  loader.cancel();
+  loop.exec();
+  EXPECT_TRUE(was_cancelled) << error.toStdString();
+  EXPECT_FALSE(result);
+}
+
+}  // namespace
+}  // namespace cudascope::gui

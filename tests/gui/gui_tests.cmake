@@ -1,0 +1,19 @@
+# Qt parts: the models headless, and the real window under Xvfb (label gui).
+cudascope_add_test(NAME gui_model_test
+  SOURCES gui_model_test.cpp
+  LIBS cudascope::gui_model Qt6::Test nlohmann_json::nlohmann_json
+  LABELS unit
+  ENV QT_QPA_PLATFORM=offscreen)
+target_compile_definitions(gui_model_test PRIVATE CUDASCOPE_TEST_DATA="${_data}")
+
+# The window test needs an X server: run_under_xvfb.sh starts one with xvfb-run, or
+# reports the test skipped (with the reason) when none can be started.
+add_executable(gui_window_test gui_window_test.cpp)
+target_link_libraries(gui_window_test PRIVATE cudascope_gui_app Qt6::Test GTest::gtest GTest::gtest_main)
+target_compile_definitions(gui_window_test PRIVATE CUDASCOPE_TEST_DATA="${_data}"
+  CUDASCOPE_ARTIFACTS="${CMAKE_BINARY_DIR}/artifacts")
+cudascope_warnings(gui_window_test)
+add_test(NAME gui_window_screenshots
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/run_under_xvfb.sh $<TARGET_FILE:gui_window_test>)
+set_tests_properties(gui_window_screenshots PROPERTIES LABELS gui TIMEOUT 300
+  SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
