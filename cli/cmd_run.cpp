@@ -1,0 +1,155 @@
+// `cudascope run [-o trace.json] [--activities LIST] [--delay S] [--duration S] -- cmd args...`:
+// records an unmodified program. The child gets libcudascope_inject.so through
+// CUDA_INJECTION64_PATH (loaded by the driver, or by the sim backend of programs using the
+// cudascope runtime) and NVTX_INJECTION64_PATH, and streams its trace to -o. The child's
+// stdout/stderr are left alone; its exit status is passed through (128+N for signal N).
+#include "command.h"
+
+#include <cudascope/exporters/trace_reader.h>
+#include <cudascope/profiler/activities.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct RunOptions {
+  std::string output = "trace.json";
+  std::string activities = "default";
+  double delay = 0;
+  double duration = 0;
+  std::size_t cupti_buffer = 0;
+  std::vector<std::string> command;
+};
+
+// libcudascope_inject.so: CUDASCOPE_INJECT_LIBRARY, else ../lib beside this executable
+// (installed bin/ and lib/, and the build tree's cli/ and lib/).
+std::string find_injection_library() {
+  if (const char* path = std::getenv("CUDASCOPE_INJECT_LIBRARY"); path != nullptr && *path != '\0') return path;
+  char self[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this executable's directory (/proc/self/exe)");
+  const std::filesystem::path dir = std::filesystem::path(std::string(self, static_cast<std::size_t>(n))).parent_path();
+  for (const auto& candidate : {dir / "../lib/libcudascope_inject.so", dir / "libcudascope_inject.so"}) {
+    if (std::filesystem::exists(candidate)) return std::filesystem::canonical(candidate).string();
+  }
+  throw std::runtime_error("libcudascope_inject.so not found in " + (dir / "../lib").string() +
+                           " (set CUDASCOPE_INJECT_LIBRARY to its path)");
+}
+
+volatile sig_atomic_t child_pid = 0;
+void forward_signal(int signal_number) {
+  if (child_pid > 0) kill(child_pid, signal_number);
+}
+
+int run_traced(const RunOptions& options) {
+  if (options.command.empty()) throw std::runtime_error("no command to run: cudascope run [options] -- cmd args...");
+  try {
+    cudascope::profiler::ActivitySet::parse(options.activities);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("--activities: ") + e.what());
+  }
+  const std::string library = find_injection_library();
+  const std::string output = std::filesystem::absolute(options.output).string();
+
+  int progress[2];
+  if (pipe(progress) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(progress[0]);
+    setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
+    setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
+    setenv("CUDASCOPE_TRACE", output.c_str(), 1);
+    setenv("CUDASCOPE_TRACE_PID", std::to_string(getpid()).c_str(), 1);
+    setenv("CUDASCOPE_ACTIVITIES", options.activities.c_str(), 1);
+    setenv("CUDASCOPE_PROGRESS_FD", std::to_string(progress[1]).c_str(), 1);
+    if (options.delay > 0) setenv("CUDASCOPE_DELAY", std::to_string(options.delay).c_str(), 1);
+    if (options.duration > 0) setenv("CUDASCOPE_DURATION", std::to_string(options.duration).c_str(), 1);
+    if (options.cupti_buffer > 0) setenv("CUDASCOPE_CUPTI_BUFFER", std::to_string(options.cupti_buffer).c_str(), 1);
+    std::vector<char*> argv;
+    for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "cudascope run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(progress[1]);
+  child_pid = pid;
+  // The terminal's Ctrl-C reaches the child directly; the wrapper waits for it to finish.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, &forward_signal);
+
+  std::atomic<bool> done{false};
+  std::atomic<unsigned long long> events{0}, dropped{0};
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::thread reader([&] {
+    std::string pending;
+    char chunk[256];
+    while (!done.load()) {
+      pollfd fd{progress[0], POLLIN, 0};
+      if (poll(&fd, 1, 200) <= 0) continue;
+      const ssize_t n = read(progress[0], chunk, sizeof chunk);
+      if (n <= 0) break;
+      pending.append(chunk, static_cast<std::size_t>(n));
+      for (std::size_t eol; (eol = pending.find('\n')) != std::string::npos; pending.erase(0, eol + 1)) {
+        unsigned long long e = 0, d = 0;
+        if (std::sscanf(pending.c_str(), "%llu %llu", &e, &d) == 2) {
+          events = e;
+          dropped = d;
+          if (tty) std::fprintf(stderr, "\rcudascope: recording, %llu events, %llu dropped ", e, d);
+        }
+      }
+    }
+  });
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  done = true;
+  reader.join();
+  close(progress[0]);
+  if (tty) std::fputc('\n', stderr);
+
+  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (!std::filesystem::exists(output)) {
+    std::fprintf(stderr, "cudascope: no trace written to %s (the program never used CUDA or NVTX)\n", output.c_str());
+    return exit_code;
+  }
+  if (WIFSIGNALED(status)) {
+    // Killed before it could close its trace: keep what it flushed, closed so it loads.
+    const std::string problem = cudascope::exporters::repair_trace_file(output);
+    if (!problem.empty()) std::fprintf(stderr, "cudascope: closing the cut-short trace: %s\n", problem.c_str());
+    std::fprintf(stderr, "cudascope: the program ended by signal %d; the trace holds what it recorded up to its last flush\n",
+                 WTERMSIG(status));
+  }
+  std::fprintf(stderr, "cudascope: trace %s (%llu events, %llu dropped records)\n", output.c_str(), events.load(), dropped.load());
+  return exit_code;
+}
+
+}  // namespace
+
+CUDASCOPE_COMMAND(run, 30) {
+  static RunOptions options;
+  CLI::App* sub = app.add_subcommand("run", "Record a program's CUDA activity and NVTX ranges into a Chrome trace");
+  sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)");
+  sub->add_option("--activities", options.activities,
+                  "Comma-separated: kernel,memcpy,memset,sync,runtime,driver,nvtx,allocator,overhead,all,default");
+  sub->add_option("--delay", options.delay, "Start recording after this many seconds")->check(CLI::NonNegativeNumber);
+  sub->add_option("--duration", options.duration, "Stop recording after this many seconds")->check(CLI::NonNegativeNumber);
+  sub->add_option("--cupti-buffer", options.cupti_buffer, "Bytes per CUPTI activity buffer (default 8 MiB)");
+  sub->add_option("command", options.command, "The program and its arguments (after --)")->required();
+  sub->callback([] { cudascope::cli::set_exit_code(run_traced(options)); });
+}

@@ -1,0 +1,92 @@
+#pragma once
+// Chrome Trace Event JSON, streamed: the profiler's TraceSink that writes a trace Perfetto,
+// chrome://tracing and Holistic Trace Analysis open, following Kineto's conventions:
+//   - pid = device index for device activity, the process id for host activity;
+//     tid = stream id on a device, OS thread id on the host; process/thread names as "M";
+//   - kernels, copies, fills, syncs, API calls as "X" (ts/dur in microseconds);
+//   - an "ac2g" flow ("s" on the launching API call, "f" with bp "e" on the kernel);
+//   - NVTX push/pop as "B"/"E" on the thread, marks as "i", start/end ranges as "b"/"e";
+//   - "C" counters of allocated and reserved device memory, and of dropped records;
+//   - "distributedInfo" with rank and world size when RANK / WORLD_SIZE are set.
+//
+// Layout: the header and "traceEvents":[ come first, one event per line; deviceProperties
+// and the "cudascope" summary (records, dropped, "complete": true) after the array. A killed
+// process leaves every flushed line; read_trace() closes such a file.
+//
+// Thread-safety: as TraceSink (one writer thread); events_written() from any thread.
+
+#include <cudascope/exporters/trace_output.h>
+#include <cudascope/profiler/trace_sink.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cudascope::exporters {
+
+class ChromeTraceWriter final : public profiler::TraceSink {
+ public:
+  explicit ChromeTraceWriter(std::unique_ptr<TraceOutput> output);
+  ~ChromeTraceWriter() override;
+
+  void begin(const profiler::TraceInfo& info) override;
+  void write(const profiler::Record* records, std::size_t count) override;
+  void flush() override;
+  void end(const profiler::TraceSummary& summary) override;
+  std::uint64_t events_written() const noexcept override { return events_.load(std::memory_order_relaxed); }
+
+ private:
+  struct HostPoint {
+    std::uint32_t tid;
+    std::uint64_t ts;
+  };
+  struct DevicePoint {
+    int device;
+    std::int64_t stream;
+    std::uint64_t ts;
+  };
+
+  void write_record(const profiler::Record& r, const profiler::Record* next, std::size_t available);
+  void begin_event(const char* ph);
+  void end_event();
+  void common(const char* ph, const std::string& name, const char* cat, std::int64_t pid, std::int64_t tid, std::uint64_t ts_ns);
+  void device_track(int device, std::int64_t stream);
+  void host_thread(std::uint32_t tid);
+  void kernel(const profiler::Record& r);
+  void nvtx(const profiler::Record& r, const profiler::Record* next, std::size_t available);
+  void flow_api(const profiler::Record& r);
+  void flow_device(const profiler::Record& r);
+  void flow_pair(std::uint32_t id, const HostPoint& host, const DevicePoint& device);
+  const std::string& demangled(const char* name);
+  std::uint32_t tid_of(const profiler::Record& r) const;
+
+  std::unique_ptr<TraceOutput> output_;
+  std::string buffer_;
+  profiler::TraceInfo info_;
+  std::int64_t pid_ = 0;
+  bool first_event_ = true;
+  bool ended_ = false;
+  std::atomic<std::uint64_t> events_{0};
+  std::uint64_t last_ts_ns_ = 0;
+
+  std::set<int> devices_;
+  std::set<std::pair<int, std::int64_t>> streams_;
+  std::set<std::uint32_t> threads_;
+  std::map<int, profiler::Record> device_info_;
+  std::unordered_map<std::uint32_t, std::vector<std::string>> open_ranges_;  // per thread, for closing at end
+  std::unordered_map<std::uint64_t, std::string> open_async_;              // nvtxRangeStart id -> name
+  std::unordered_map<std::uint32_t, HostPoint> pending_api_;               // correlation -> launch call
+  std::unordered_map<std::uint32_t, DevicePoint> pending_device_;          // correlation -> device activity
+  std::unordered_map<std::uint32_t, std::uint64_t> external_ids_;
+  std::unordered_map<const char*, std::string> demangled_;
+  bool flows_ = false;
+};
+
+// A ChromeTraceWriter on `path` (gzip when it ends in ".gz").
+std::unique_ptr<profiler::TraceSink> open_chrome_trace(const std::string& path);
+
+}  // namespace cudascope::exporters

@@ -1,0 +1,43 @@
+#pragma once
+// Turns a completed CUPTI activity buffer into Records. Knows the record versions CUDA 13's
+// CUPTI writes (Kernel10, Memcpy6, MemcpyPtoP4, Memset4, Synchronization2, API, Marker2,
+// MarkerData2, Overhead3, Device5, Context3, Stream, ExternalCorrelation). Kinds it does
+// not model are counted in skipped(), never misread.
+//
+// Pure decoding: tests feed it buffers built by hand, no GPU needed. Not thread-safe: one
+// decoder per CUPTI source; CUPTI completes buffers on one thread at a time.
+
+#include <cudascope/profiler/record.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cudascope::profiler {
+
+class CuptiDecoder {
+ public:
+  using Output = std::function<void(const Record* records, std::size_t count)>;
+
+  // Decodes `valid_bytes` of `buffer` and hands the records to `out` in one call.
+  // Returns the number of CUPTI records read.
+  std::size_t decode(std::uint8_t* buffer, std::size_t valid_bytes, const Output& out);
+
+  std::uint64_t skipped() const noexcept { return skipped_; }
+
+ protected:
+  // The name of a runtime/driver API function by callback id, without version suffix
+  // ("cudaLaunchKernel"); virtual so tests can decode without asking CUPTI.
+  virtual const char* api_name(bool runtime, std::uint32_t callback_id);
+
+ private:
+  std::vector<Record> scratch_;
+  std::unordered_map<std::uint32_t, int> context_devices_;  // from context records
+  std::unordered_map<std::uint64_t, const char*> api_names_;
+  std::uint64_t skipped_ = 0;
+};
+
+}  // namespace cudascope::profiler

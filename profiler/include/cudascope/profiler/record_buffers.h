@@ -1,0 +1,84 @@
+#pragma once
+// Per-thread record buffers: the hot path of every source.
+//
+// Each producing thread appends Records to its own chain of fixed-size chunks (no lock, no
+// allocation except when a chunk fills, one release store per record); one consumer (the
+// session's writer thread) drains the chains concurrently, recycling drained chunks.
+// Memory is bounded: when every allowed chunk is in use the record is dropped and counted,
+// never lost silently.
+//
+// Thread-safety: emit() from any thread; drain()/discard() from one consumer thread at a
+// time. The process-wide instance is never destroyed, so threads may emit until exit.
+
+#include <cudascope/profiler/record.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace cudascope::profiler {
+
+class RecordBuffers {
+ public:
+  static constexpr std::size_t kChunkRecords = 1024;
+  static constexpr std::size_t kChunkBytes = kChunkRecords * sizeof(Record);
+
+  RecordBuffers() = default;
+  ~RecordBuffers();
+  RecordBuffers(const RecordBuffers&) = delete;
+  RecordBuffers& operator=(const RecordBuffers&) = delete;
+
+  static RecordBuffers& process();
+
+  // Appends `count` contiguous records (a record and its kText continuations stay in one
+  // chunk). False when the memory limit is reached: the records are dropped and counted.
+  bool emit(const Record* records, std::size_t count) noexcept;
+  bool emit(const Record& record) noexcept { return emit(&record, 1); }
+
+  // Consumer side. Calls consume(records, count) for each run of pending records, in each
+  // thread's order; records without a thread_id get the producing thread's. Returns the
+  // number of records consumed.
+  using Consumer = std::function<void(const Record* records, std::size_t count)>;
+  std::size_t drain(const Consumer& consume);
+  // Drops everything pending (records emitted before a session started).
+  void discard() { drain([](const Record*, std::size_t) {}); }
+
+  // The most memory the chunks may take; at least two chunks.
+  void set_memory_limit(std::size_t bytes) noexcept;
+  std::size_t memory_limit() const noexcept { return limit_chunks_.load() * kChunkBytes; }
+  std::size_t bytes_held() const noexcept { return chunks_allocated_.load() * kChunkBytes; }
+  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+
+  // Implementation types (public only so the per-thread cache can name them).
+  struct Chunk {
+    std::atomic<std::uint32_t> committed{0};
+    std::atomic<Chunk*> next{nullptr};
+    Record records[kChunkRecords];
+  };
+  struct ThreadBuffer {
+    Chunk* tail = nullptr;      // producer's chunk
+    Chunk* head = nullptr;      // consumer's chunk
+    std::uint32_t consumed = 0;  // consumer's position in head
+    std::uint32_t thread_id = 0;
+    std::atomic<bool> retired{false};
+  };
+
+ private:
+  ThreadBuffer* register_thread() noexcept;
+  Chunk* take_chunk() noexcept;
+  void recycle(Chunk* chunk) noexcept;
+  Chunk* grow(ThreadBuffer& buffer) noexcept;
+
+  std::mutex threads_mutex_;
+  std::vector<ThreadBuffer*> threads_;
+  std::mutex pool_mutex_;
+  std::vector<Chunk*> free_chunks_;
+  std::atomic<std::size_t> chunks_allocated_{0};
+  std::atomic<std::size_t> limit_chunks_{(256u << 20) / kChunkBytes};
+  std::atomic<std::uint64_t> dropped_{0};
+};
+
+}  // namespace cudascope::profiler

@@ -1,0 +1,185 @@
+#include "injection_agent.h"
+
+#include <cudascope/exporters/chrome_trace_writer.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace cudascope::inject {
+namespace {
+
+double env_seconds(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return 0.0;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (*end != '\0' || value < 0) {
+    std::fprintf(stderr, "cudascope: %s='%s' is not a number of seconds; ignored\n", name, text);
+    return 0.0;
+  }
+  return value;
+}
+
+std::string trace_path() {
+  const char* text = std::getenv("CUDASCOPE_TRACE");
+  const std::string pid = std::to_string(getpid());
+  std::string path = text != nullptr && *text != '\0' ? text : "cudascope-" + pid + ".json";
+  const char* owner = std::getenv("CUDASCOPE_TRACE_PID");
+  if (owner != nullptr && pid != owner) {
+    // Another process of the recorded program: its own file beside the main one.
+    std::size_t dot = path.rfind(".json");
+    if (dot == std::string::npos) dot = path.size();
+    path.insert(dot, "." + pid);
+  }
+  return path;
+}
+
+// SIGINT / SIGTERM with the default action (terminate): finish the trace first. The handler
+// only writes to a pipe; a watcher thread does the work, then re-raises with the default.
+int signal_pipe[2] = {-1, -1};
+
+void on_signal(int signal_number) {
+  const unsigned char byte = static_cast<unsigned char>(signal_number);
+  [[maybe_unused]] const ssize_t n = write(signal_pipe[1], &byte, 1);
+}
+
+void watch_signals() {
+  unsigned char byte = 0;
+  while (read(signal_pipe[0], &byte, 1) == 1) {
+    InjectionAgent::instance().finish();
+    signal(byte, SIG_DFL);
+    raise(byte);
+  }
+}
+
+}  // namespace
+
+InjectionAgent& InjectionAgent::instance() {
+  static auto* agent = new InjectionAgent();
+  return *agent;
+}
+
+void InjectionAgent::install_exit_handlers() noexcept {
+  std::atexit([] { InjectionAgent::instance().finish(); });
+  if (pipe(signal_pipe) != 0) return;
+  bool any = false;
+  for (int s : {SIGINT, SIGTERM}) {
+    struct sigaction current {};
+    if (sigaction(s, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;  // the program handles it
+    struct sigaction ours {};
+    ours.sa_handler = &on_signal;
+    sigemptyset(&ours.sa_mask);
+    sigaction(s, &ours, nullptr);
+    any = true;
+  }
+  if (any) std::thread(&watch_signals).detach();
+}
+
+void InjectionAgent::ensure_started() noexcept {
+  std::lock_guard lock(mutex_);
+  if (configured_) return;
+  configured_ = true;
+  try {
+    path_ = trace_path();
+    if (const char* list = std::getenv("CUDASCOPE_ACTIVITIES"); list != nullptr && *list != '\0') {
+      options_.activities = profiler::ActivitySet::parse(list);
+    }
+    if (const char* bytes = std::getenv("CUDASCOPE_CUPTI_BUFFER"); bytes != nullptr && *bytes != '\0') {
+      options_.cupti_buffer_bytes = std::strtoull(bytes, nullptr, 10);
+      if (options_.cupti_buffer_bytes < 4096) options_.cupti_buffer_bytes = 4096;
+    }
+    if (const char* fd = std::getenv("CUDASCOPE_PROGRESS_FD"); fd != nullptr && *fd != '\0') progress_fd_ = std::atoi(fd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
+    finished_ = true;
+    return;
+  }
+  options_.source = source_;
+  if (progress_fd_ >= 0) {
+    options_.on_flush = [fd = progress_fd_](const profiler::SessionStats& stats) {
+      char line[64];
+      const int n = std::snprintf(line, sizeof line, "%llu %llu\n", static_cast<unsigned long long>(stats.events),
+                                  static_cast<unsigned long long>(stats.dropped_buffer + stats.dropped_cupti));
+      [[maybe_unused]] const ssize_t written = write(fd, line, static_cast<std::size_t>(n));
+    };
+  }
+  install_exit_handlers();
+  const double delay = env_seconds("CUDASCOPE_DELAY");
+  const double duration = env_seconds("CUDASCOPE_DURATION");
+  if (delay > 0) {
+    std::thread([delay] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+      InjectionAgent& agent = InjectionAgent::instance();
+      std::lock_guard lock(agent.mutex_);
+      agent.start_locked();
+    }).detach();
+  } else {
+    start_locked();
+  }
+  if (duration > 0) {
+    std::thread([delay, duration] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay + duration));
+      InjectionAgent::instance().finish();
+    }).detach();
+  }
+}
+
+void InjectionAgent::start_locked() noexcept {
+  if (finished_ || session_) return;
+  try {
+    session_ = std::make_unique<profiler::Session>(options_);
+    session_->start(exporters::open_chrome_trace(path_));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
+    session_.reset();
+    finished_ = true;
+    return;
+  }
+  if (cupti_wanted_) {
+    try {
+      session_->attach_cupti();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cudascope: recording without device activity: %s\n", e.what());
+    }
+  }
+}
+
+void InjectionAgent::attach_sim() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (!configured_) source_ = profiler::SourceKind::kSim;
+  }
+  ensure_started();
+}
+
+void InjectionAgent::attach_cupti() noexcept {
+  ensure_started();
+  std::lock_guard lock(mutex_);
+  cupti_wanted_ = true;
+  if (session_ && session_->recording()) {
+    try {
+      session_->attach_cupti();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cudascope: recording without device activity: %s\n", e.what());
+    }
+  }
+}
+
+void InjectionAgent::finish() noexcept {
+  std::lock_guard lock(mutex_);
+  if (finished_) return;
+  finished_ = true;
+  if (!session_) return;
+  try {
+    session_->stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cudascope: finishing the trace '%s': %s\n", path_.c_str(), e.what());
+  }
+}
+
+}  // namespace cudascope::inject

@@ -1,0 +1,55 @@
+#pragma once
+// The injection library's one recording: configured from the environment, started by the
+// first entry point that runs (NVTX may come before CUDA), finished at exit, on SIGINT /
+// SIGTERM, or after CUDASCOPE_DURATION.
+//
+// Environment (`cudascope run` sets these):
+//   CUDASCOPE_TRACE=path        trace file (.json or .json.gz); default cudascope-<pid>.json
+//   CUDASCOPE_TRACE_PID=pid     the process that owns `path`; any other process (a worker it
+//                               started) writes path with ".<pid>" before the extension
+//   CUDASCOPE_ACTIVITIES=list   see ActivitySet::parse (default: ActivitySet::defaults())
+//   CUDASCOPE_DELAY=s, CUDASCOPE_DURATION=s   record from s seconds after load, for s seconds
+//   CUDASCOPE_CUPTI_BUFFER=bytes              each CUPTI activity buffer (default 8 MiB)
+//   CUDASCOPE_PROGRESS_FD=fd    after each flush, write "<events> <dropped>\n" there
+//
+// Thread-safety: every method may be called from any thread; they serialise on one mutex.
+// A failure never stops the program being recorded: it is reported on stderr.
+
+#include <cudascope/profiler/session.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace cudascope::inject {
+
+class InjectionAgent {
+ public:
+  static InjectionAgent& instance();  // never destroyed: exit handlers use it
+
+  // Starts recording (or schedules it after CUDASCOPE_DELAY) on the first call.
+  void ensure_started() noexcept;
+  // The sim backend loaded the library: its device activity comes through the runtime.
+  void attach_sim() noexcept;
+  // The driver loaded the library: add CUPTI's device activity (now or when recording starts).
+  void attach_cupti() noexcept;
+  // Stops recording and closes the trace. Idempotent.
+  void finish() noexcept;
+
+ private:
+  InjectionAgent() = default;
+  void start_locked() noexcept;
+  void install_exit_handlers() noexcept;
+
+  std::mutex mutex_;
+  bool configured_ = false;
+  bool finished_ = false;
+  bool cupti_wanted_ = false;
+  profiler::SourceKind source_ = profiler::SourceKind::kNone;
+  int progress_fd_ = -1;
+  std::string path_;
+  profiler::SessionOptions options_;
+  std::unique_ptr<profiler::Session> session_;
+};
+
+}  // namespace cudascope::inject

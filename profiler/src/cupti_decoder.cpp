@@ -1,0 +1,286 @@
+#include <cudascope/profiler/cupti_decoder.h>
+#include <cudascope/profiler/strings.h>
+
+#include "nvtx_emit.h"
+
+#include <cupti.h>
+
+#include <cstring>
+#include <string_view>
+
+namespace cudascope::profiler {
+namespace {
+
+CopyKindCode copy_kind(std::uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return CopyKindCode::kHtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return CopyKindCode::kDtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return CopyKindCode::kHtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return CopyKindCode::kAtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return CopyKindCode::kAtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return CopyKindCode::kAtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return CopyKindCode::kDtoA;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return CopyKindCode::kDtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CopyKindCode::kHtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CopyKindCode::kPtoP;
+    default: return CopyKindCode::kUnknown;
+  }
+}
+
+SyncType sync_type(CUpti_ActivitySynchronizationType type) {
+  switch (type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return SyncType::kEvent;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return SyncType::kStreamWaitEvent;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return SyncType::kStream;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return SyncType::kContext;
+    default: return SyncType::kUnknown;
+  }
+}
+
+const char* overhead_name(CUpti_ActivityOverheadKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver compiler";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "CUPTI buffer flush";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "CUPTI instrumentation";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "CUPTI resource";
+    default: return "overhead";
+  }
+}
+
+}  // namespace
+
+const char* CuptiDecoder::api_name(bool runtime, std::uint32_t callback_id) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(runtime) << 32) | callback_id;
+  if (auto it = api_names_.find(key); it != api_names_.end()) return it->second;
+  const char* raw = nullptr;
+  const CUptiResult result = cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+                                                  callback_id, &raw);
+  std::string name = result == CUPTI_SUCCESS && raw != nullptr ? raw : (runtime ? "cudaRuntime#" : "cuDriver#") + std::to_string(callback_id);
+  // CUPTI names carry the version they appeared in ("cudaLaunchKernel_v7000").
+  if (const std::size_t v = name.rfind("_v"); v != std::string::npos && v + 2 < name.size() &&
+                                              name.find_first_not_of("0123456789", v + 2) == std::string::npos) {
+    name.resize(v);
+  }
+  return api_names_[key] = intern(name);
+}
+
+std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, const Output& out) {
+  scratch_.clear();
+  std::vector<std::pair<std::size_t, std::uint32_t>> markers;  // scratch_ index, marker id
+  std::size_t count = 0;
+  CUpti_Activity* activity = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid_bytes, &activity) == CUPTI_SUCCESS) {
+    ++count;
+    switch (activity->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(activity);
+        Record r = make_record(RecordKind::kKernel);
+        r.device = static_cast<std::int32_t>(k->deviceId);
+        r.stream = k->streamId;
+        r.start_ns = k->start;
+        r.end_ns = k->end;
+        r.correlation_id = k->correlationId;
+        r.thread_id = ~0u;
+        r.u.kernel.name = k->name;
+        r.u.kernel.grid[0] = k->gridX;
+        r.u.kernel.grid[1] = k->gridY;
+        r.u.kernel.grid[2] = k->gridZ;
+        r.u.kernel.block[0] = k->blockX;
+        r.u.kernel.block[1] = k->blockY;
+        r.u.kernel.block[2] = k->blockZ;
+        r.u.kernel.registers_per_thread = k->registersPerThread;
+        r.u.kernel.static_shared_memory = k->staticSharedMemory;
+        r.u.kernel.dynamic_shared_memory = k->dynamicSharedMemory;
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(activity);
+        Record r = make_record(RecordKind::kMemcpy);
+        r.detail = static_cast<std::uint8_t>(copy_kind(m->copyKind));
+        r.device = static_cast<std::int32_t>(m->deviceId);
+        r.stream = m->streamId;
+        r.start_ns = m->start;
+        r.end_ns = m->end;
+        r.correlation_id = m->correlationId;
+        r.thread_id = ~0u;
+        const CopyKindCode code = copy_kind(m->copyKind);
+        const bool from_device = code == CopyKindCode::kDtoH || code == CopyKindCode::kDtoD;
+        const bool to_device = code == CopyKindCode::kHtoD || code == CopyKindCode::kDtoD;
+        r.u.copy = {m->bytes, from_device ? r.device : -1, to_device ? r.device : -1};
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(activity);
+        Record r = make_record(RecordKind::kMemcpy);
+        r.detail = static_cast<std::uint8_t>(CopyKindCode::kPtoP);
+        r.device = static_cast<std::int32_t>(m->deviceId);
+        r.stream = m->streamId;
+        r.start_ns = m->start;
+        r.end_ns = m->end;
+        r.correlation_id = m->correlationId;
+        r.thread_id = ~0u;
+        r.u.copy = {m->bytes, static_cast<std::int32_t>(m->srcDeviceId), static_cast<std::int32_t>(m->dstDeviceId)};
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(activity);
+        Record r = make_record(RecordKind::kMemset);
+        r.device = static_cast<std::int32_t>(m->deviceId);
+        r.stream = m->streamId;
+        r.start_ns = m->start;
+        r.end_ns = m->end;
+        r.correlation_id = m->correlationId;
+        r.thread_id = ~0u;
+        r.u.memset = {m->bytes, m->value};
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(activity);
+        Record r = make_record(RecordKind::kSync);
+        r.detail = static_cast<std::uint8_t>(sync_type(s->type));
+        const auto device = context_devices_.find(s->contextId);
+        r.device = device == context_devices_.end() ? 0 : device->second;
+        r.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : static_cast<std::int64_t>(s->streamId);
+        r.start_ns = s->start;
+        r.end_ns = s->end;
+        r.correlation_id = s->correlationId;
+        r.thread_id = ~0u;
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(activity);
+        const bool runtime = activity->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+        Record r = make_record(runtime ? RecordKind::kRuntimeApi : RecordKind::kDriverApi);
+        r.start_ns = a->start;
+        r.end_ns = a->end;
+        r.correlation_id = a->correlationId;
+        r.thread_id = a->threadId;
+        r.u.api = {api_name(runtime, a->cbid), a->cbid, static_cast<std::int32_t>(a->returnValue), a->processId};
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MARKER: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(activity);
+        const bool start = (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) != 0;
+        const bool instant = (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) != 0;
+        const RecordKind kind = instant ? RecordKind::kNvtxMark : start ? RecordKind::kNvtxRangeStart : RecordKind::kNvtxRangeEnd;
+        Record r = make_record(kind);
+        r.start_ns = r.end_ns = m->timestamp;
+        r.stream = instant ? 0 : static_cast<std::int64_t>(m->id);
+        if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+          r.thread_id = m->objectId.pt.threadId;
+        }
+        if (instant && m->domain != nullptr && *m->domain != '\0') {
+          r.stream = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(intern(m->domain)));
+        }
+        if (kind != RecordKind::kNvtxRangeEnd && m->name != nullptr) {
+          // CUPTI owns the name only for the buffer's lifetime: keep a process-lifetime copy.
+          const std::string_view name(m->name);
+          const std::size_t length = std::min(name.size(), NvtxPayload::kInlineText);
+          std::memcpy(r.u.nvtx.text, name.data(), length);
+          r.text_size = static_cast<std::uint16_t>(length);
+          r.u.nvtx.truncated = length < name.size();
+        }
+        markers.emplace_back(scratch_.size(), m->id);
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MARKER_DATA: {
+        const auto* d = reinterpret_cast<const CUpti_ActivityMarkerData2*>(activity);
+        // Attributes of the marker with the same id, which CUPTI writes just after it.
+        for (auto m = markers.rbegin(); m != markers.rend(); ++m) {
+          if (m->second != d->id) continue;
+          Record* it = &scratch_[m->first];
+          if (it->kind == RecordKind::kNvtxRangeEnd) continue;
+          it->u.nvtx.category = d->category;
+          it->u.nvtx.color = d->color;
+          it->u.nvtx.has_color = (d->flags & CUPTI_ACTIVITY_FLAG_MARKER_COLOR_ARGB) != 0;
+          switch (d->payloadKind) {
+            case CUPTI_METRIC_VALUE_KIND_UINT64: it->u.nvtx.payload_kind = NvtxPayloadKind::kUint64; it->u.nvtx.payload = d->payload.metricValueUint64; break;
+            case CUPTI_METRIC_VALUE_KIND_INT64: it->u.nvtx.payload_kind = NvtxPayloadKind::kInt64; std::memcpy(&it->u.nvtx.payload, &d->payload.metricValueInt64, 8); break;
+            case CUPTI_METRIC_VALUE_KIND_DOUBLE: it->u.nvtx.payload_kind = NvtxPayloadKind::kDouble; std::memcpy(&it->u.nvtx.payload, &d->payload.metricValueDouble, 8); break;
+            default: break;
+          }
+          break;
+        }
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+        const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(activity);
+        Record r = make_record(RecordKind::kOverhead);
+        r.detail = static_cast<std::uint8_t>(o->overheadKind);
+        r.start_ns = o->start;
+        r.end_ns = o->end;
+        r.correlation_id = o->correlationId;
+        if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+          r.thread_id = o->objectId.pt.threadId;
+          r.u.overhead.object_id = o->objectId.pt.threadId;
+        } else {
+          r.device = static_cast<std::int32_t>(o->objectId.dcs.deviceId);
+          r.thread_id = ~0u;
+        }
+        r.u.overhead.name = overhead_name(o->overheadKind);
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_DEVICE: {
+        const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(activity);
+        Record r = make_record(RecordKind::kDevice);
+        r.device = static_cast<std::int32_t>(d->id);
+        r.u.device_info.name = intern(d->name == nullptr ? "" : d->name);
+        r.u.device_info.total_memory = d->globalMemorySize;
+        r.u.device_info.major = static_cast<std::int32_t>(d->computeCapabilityMajor);
+        r.u.device_info.minor = static_cast<std::int32_t>(d->computeCapabilityMinor);
+        r.u.device_info.multiprocessors = static_cast<std::int32_t>(d->numMultiprocessors);
+        r.thread_id = ~0u;
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_CONTEXT: {
+        const auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(activity);
+        context_devices_[c->contextId] = static_cast<int>(c->deviceId);
+        Record r = make_record(RecordKind::kContext);
+        r.device = static_cast<std::int32_t>(c->deviceId);
+        r.stream = c->nullStreamId;
+        r.u.stream_info.context_id = c->contextId;
+        r.thread_id = ~0u;
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_STREAM: {
+        const auto* s = reinterpret_cast<const CUpti_ActivityStream*>(activity);
+        Record r = make_record(RecordKind::kStream);
+        const auto device = context_devices_.find(s->contextId);
+        r.device = device == context_devices_.end() ? -1 : device->second;
+        r.stream = s->streamId;
+        r.u.stream_info = {s->contextId, static_cast<std::int32_t>(s->priority), static_cast<std::uint32_t>(s->flag)};
+        r.thread_id = ~0u;
+        scratch_.push_back(r);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(activity);
+        Record r = make_record(RecordKind::kExternalCorrelation);
+        r.correlation_id = e->correlationId;
+        r.u.external = {e->externalId, static_cast<std::uint32_t>(e->externalKind)};
+        r.thread_id = ~0u;
+        scratch_.push_back(r);
+        break;
+      }
+      default:
+        ++skipped_;
+        break;
+    }
+  }
+  if (!scratch_.empty()) out(scratch_.data(), scratch_.size());
+  return count;
+}
+
+}  // namespace cudascope::profiler

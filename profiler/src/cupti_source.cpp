@@ -1,0 +1,167 @@
+#include "cupti_source.h"
+
+#include <cudascope/cuda/instrumentation.h>
+#include <cudascope/profiler/external_correlation.h>
+#include <cudascope/profiler/record_buffers.h>
+
+#include <cupti.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+// Throws std::runtime_error naming the CUPTI call, its result, file and line.
+#define CUDASCOPE_CUPTI_CALL(call)                                                                   \
+  do {                                                                                              \
+    const CUptiResult cudascope_cupti_status = (call);                                              \
+    if (cudascope_cupti_status != CUPTI_SUCCESS) {                                                  \
+      ::cudascope::profiler::detail::throw_cupti_error(cudascope_cupti_status, #call, __FILE__, __LINE__); \
+    }                                                                                               \
+  } while (0)
+
+namespace cudascope::profiler::detail {
+namespace {
+
+[[noreturn]] void throw_cupti_error(CUptiResult status, const char* call, const char* file, int line) {
+  const char* text = nullptr;
+  cuptiGetResultString(status, &text);
+  throw std::runtime_error(std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUPTI error") + " (" +
+                           std::to_string(static_cast<int>(status)) + ") at " + file + ":" + std::to_string(line));
+}
+
+std::uint64_t cupti_timestamp() { return cuda::instrumentation::host_time_ns(); }
+
+std::vector<CUpti_ActivityKind> kinds_for(const ActivitySet& activities) {
+  std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
+                                           CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+  if (activities.contains(Activity::kKernel)) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (activities.contains(Activity::kMemcpy)) {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY2);
+  }
+  if (activities.contains(Activity::kMemset)) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+  if (activities.contains(Activity::kSync)) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  if (activities.contains(Activity::kRuntime)) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+  if (activities.contains(Activity::kDriver)) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+  if (activities.contains(Activity::kOverhead)) kinds.push_back(CUPTI_ACTIVITY_KIND_OVERHEAD);
+  return kinds;
+}
+
+// Kinds the device or CUPTI version may not offer: a session records what it can.
+bool optional_kind(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_DEVICE || kind == CUPTI_ACTIVITY_KIND_CONTEXT ||
+         kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_OVERHEAD;
+}
+
+constexpr std::size_t kAlignment = 8;
+
+}  // namespace
+
+std::atomic<CuptiSource*> CuptiSource::live_{nullptr};
+
+CuptiSource::CuptiSource(const SessionOptions& options) : options_(options) {}
+
+CuptiSource::~CuptiSource() {
+  try {
+    stop();
+  } catch (...) {
+  }
+}
+
+void CuptiSource::start() {
+  CuptiSource* expected = nullptr;
+  if (!live_.compare_exchange_strong(expected, this)) throw std::logic_error("a CUPTI source is already running");
+  try {
+    CUDASCOPE_CUPTI_CALL(cuptiActivityRegisterTimestampCallback(&cupti_timestamp));
+    // API records then name threads by their OS id, as NVTX and the runtime do.
+    CUDASCOPE_CUPTI_CALL(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
+    CUDASCOPE_CUPTI_CALL(cuptiActivityRegisterCallbacks(
+        reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(&requested_trampoline),
+        reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(&completed_trampoline)));
+    for (CUpti_ActivityKind kind : kinds_for(options_.activities)) {
+      const CUptiResult status = cuptiActivityEnable(kind);
+      if (status != CUPTI_SUCCESS && !optional_kind(kind)) CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(kind));
+    }
+    // CUPTI's worker completes buffers at least this often, so the trace on disk keeps up.
+    const auto period = static_cast<std::uint32_t>(options_.flush_interval.count() > 0 ? options_.flush_interval.count() : 200);
+    cuptiActivityFlushPeriod(period);
+  } catch (...) {
+    live_.store(nullptr);
+    throw;
+  }
+  started_ = true;
+}
+
+void CuptiSource::stop() {
+  if (!started_) return;
+  started_ = false;
+  CUDASCOPE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  for (CUpti_ActivityKind kind : kinds_for(options_.activities)) cuptiActivityDisable(kind);
+  cuptiActivityFlushPeriod(0);
+  live_.store(nullptr);
+}
+
+void CuptiSource::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  const std::size_t bytes = (options_.cupti_buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
+  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kAlignment, bytes));
+  *size = *buffer == nullptr ? 0 : bytes;
+  *max_records = 0;  // as many as fit
+}
+
+void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t,
+                                      std::size_t valid_bytes) {
+  if (buffer == nullptr) return;
+  {
+    std::lock_guard lock(decode_mutex_);
+    decoder_.decode(buffer, valid_bytes, [](const Record* records, std::size_t count) {
+      RecordBuffers& buffers = RecordBuffers::process();
+      for (std::size_t i = 0; i < count; ++i) buffers.emit(records[i]);
+    });
+  }
+  std::size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(static_cast<CUcontext>(context), stream_id, &dropped) == CUPTI_SUCCESS) {
+    dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  }
+  std::free(buffer);
+}
+
+void CuptiSource::requested_trampoline(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  CuptiSource* source = live_.load();
+  if (source == nullptr) {
+    *buffer = nullptr;
+    *size = 0;
+    *max_records = 0;
+    return;
+  }
+  source->on_buffer_requested(buffer, size, max_records);
+}
+
+void CuptiSource::completed_trampoline(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
+                                       std::size_t valid_bytes) {
+  CuptiSource* source = live_.load();
+  if (source == nullptr) {
+    std::free(buffer);
+    return;
+  }
+  source->on_buffer_completed(context, stream_id, buffer, size, valid_bytes);
+}
+
+std::unique_ptr<DeviceSource> make_cupti_source(const SessionOptions& options) {
+  return std::make_unique<CuptiSource>(options);
+}
+
+}  // namespace cudascope::profiler::detail
+
+namespace cudascope::profiler {
+
+void push_external_correlation_id(std::uint64_t id) noexcept {
+  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+void pop_external_correlation_id() noexcept {
+  std::uint64_t id = 0;
+  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+}
+
+}  // namespace cudascope::profiler

@@ -1,0 +1,52 @@
+#pragma once
+// The CUPTI activity source: CUPTI fills activity buffers the source hands it, completes them
+// on its own thread, and the source decodes them into that thread's record buffer.
+//
+// CUPTI calls plain C functions; the static trampolines forward to the one live source,
+// whose API-facing methods are virtual so tests can drive them with fabricated buffers.
+// Timestamps: CUPTI is given the runtime's clock (host_time_ns), so device and host records
+// share one timeline without offset estimation.
+//
+// Thread-safety: start/stop from the session's controlling thread; the buffer callbacks run
+// on CUPTI's threads (one completion at a time per CUPTI's contract for a flush, but
+// requests may come from any thread).
+
+#include "device_source.h"
+
+#include <cudascope/profiler/cupti_decoder.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+namespace cudascope::profiler::detail {
+
+class CuptiSource : public DeviceSource {
+ public:
+  explicit CuptiSource(const SessionOptions& options);
+  ~CuptiSource() override;
+
+  void start() override;
+  void stop() override;
+  std::uint64_t dropped() const noexcept override { return dropped_.load(std::memory_order_relaxed); }
+
+  // CUPTI-facing.
+  virtual void on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
+  virtual void on_buffer_completed(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
+                                   std::size_t valid_bytes);
+
+ private:
+  static void requested_trampoline(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
+  static void completed_trampoline(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
+                                   std::size_t valid_bytes);
+  static std::atomic<CuptiSource*> live_;
+
+  const SessionOptions options_;
+  std::mutex decode_mutex_;
+  CuptiDecoder decoder_;
+  std::atomic<std::uint64_t> dropped_{0};
+  bool started_ = false;
+};
+
+}  // namespace cudascope::profiler::detail

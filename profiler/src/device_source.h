@@ -1,0 +1,24 @@
+#pragma once
+// A source of device activity that runs beside the runtime observer (CUPTI on the cuda
+// backend). Call order: start -> stop; dropped() from any thread.
+
+#include <cudascope/profiler/session.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace cudascope::profiler::detail {
+
+class DeviceSource {
+ public:
+  virtual ~DeviceSource() = default;
+  virtual void start() = 0;
+  // Forces every pending record out into the record buffers, then stops.
+  virtual void stop() = 0;
+  virtual std::uint64_t dropped() const noexcept = 0;
+};
+
+// nullptr when this build has no CUPTI.
+std::unique_ptr<DeviceSource> make_cupti_source(const SessionOptions& options);
+
+}  // namespace cudascope::profiler::detail

@@ -1,0 +1,219 @@
+// NVTX injection handlers. Hot path: each handler is a flag test, a timestamp and one
+// record (plus kText records for messages longer than fits inline).
+#include <cudascope/profiler/nvtx_injection.h>
+
+#include "nvtx_emit.h"
+#include "recording_state.h"
+#include "runtime_source.h"
+
+#include <cudascope/cuda/instrumentation.h>
+#include <cudascope/profiler/record_buffers.h>
+#include <cudascope/profiler/strings.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <atomic>
+#include <cstring>
+#include <cwchar>
+#include <string>
+
+namespace cudascope::profiler {
+namespace detail {
+namespace {
+
+std::atomic<bool> handlers_installed{false};
+std::atomic<std::uint64_t> next_range_id{1};
+thread_local int push_depth = 0;
+
+std::uint64_t now() noexcept { return cuda::instrumentation::host_time_ns(); }
+
+std::string narrow(const wchar_t* text) {
+  std::string out;
+  for (; text != nullptr && *text != L'\0'; ++text) out += *text < 0x80 ? static_cast<char>(*text) : '?';
+  return out;
+}
+
+std::int64_t domain_id(nvtxDomainHandle_t domain) noexcept {
+  return static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(domain));
+}
+
+NvtxAttributes attributes_of(const nvtxEventAttributes_t* a) noexcept {
+  NvtxAttributes out;
+  if (a == nullptr) return out;
+  out.category = a->category;
+  if (a->colorType == NVTX_COLOR_ARGB) {
+    out.has_color = true;
+    out.color = a->color;
+  }
+  switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: out.payload_kind = NvtxPayloadKind::kUint64; out.payload = a->payload.ullValue; break;
+    case NVTX_PAYLOAD_TYPE_INT64: out.payload_kind = NvtxPayloadKind::kInt64; std::memcpy(&out.payload, &a->payload.llValue, 8); break;
+    case NVTX_PAYLOAD_TYPE_DOUBLE: out.payload_kind = NvtxPayloadKind::kDouble; std::memcpy(&out.payload, &a->payload.dValue, 8); break;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: out.payload_kind = NvtxPayloadKind::kUint32; out.payload = a->payload.uiValue; break;
+    case NVTX_PAYLOAD_TYPE_INT32: out.payload_kind = NvtxPayloadKind::kInt32; out.payload = static_cast<std::uint32_t>(a->payload.iValue); break;
+    case NVTX_PAYLOAD_TYPE_FLOAT: out.payload_kind = NvtxPayloadKind::kFloat; std::memcpy(&out.payload, &a->payload.fValue, 4); break;
+    default: break;
+  }
+  return out;
+}
+
+// Emits a record carrying the event's message, whatever its type.
+void emit_with_message(RecordKind kind, const nvtxEventAttributes_t* a, std::int64_t domain, std::uint64_t range_id) {
+  const NvtxAttributes attributes = attributes_of(a);
+  const char* text = nullptr;
+  std::string converted;
+  if (a != nullptr) {
+    switch (a->messageType) {
+      case NVTX_MESSAGE_TYPE_ASCII: text = a->message.ascii; break;
+      case NVTX_MESSAGE_TYPE_REGISTERED: text = reinterpret_cast<const char*>(a->message.registered); break;
+      case NVTX_MESSAGE_TYPE_UNICODE: converted = narrow(a->message.unicode); text = converted.c_str(); break;
+      default: break;
+    }
+  }
+  emit_nvtx_with_text(kind, text, text == nullptr ? 0 : std::strlen(text), domain, range_id, now(), attributes);
+}
+
+void emit_ascii(RecordKind kind, const char* message, std::int64_t domain, std::uint64_t range_id) {
+  emit_nvtx_with_text(kind, message, message == nullptr ? 0 : std::strlen(message), domain, range_id, now(), {});
+}
+
+// Core (default domain).
+void NVTX_API mark_a(const char* message) {
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxMark, message, 0, 0);
+}
+void NVTX_API mark_w(const wchar_t* message) {
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxMark, narrow(message).c_str(), 0, 0);
+}
+void NVTX_API mark_ex(const nvtxEventAttributes_t* a) {
+  if (nvtx_recording()) emit_with_message(RecordKind::kNvtxMark, a, 0, 0);
+}
+int NVTX_API push_a(const char* message) {
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxPush, message, 0, 0);
+  return push_depth++;
+}
+int NVTX_API push_w(const wchar_t* message) {
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxPush, narrow(message).c_str(), 0, 0);
+  return push_depth++;
+}
+int NVTX_API push_ex(const nvtxEventAttributes_t* a) {
+  if (nvtx_recording()) emit_with_message(RecordKind::kNvtxPush, a, 0, 0);
+  return push_depth++;
+}
+int NVTX_API pop() {
+  if (push_depth == 0) return -1;
+  if (nvtx_recording()) emit_nvtx_end(RecordKind::kNvtxPop, 0, 0, now());
+  return --push_depth;
+}
+nvtxRangeId_t NVTX_API start_a(const char* message) {
+  const std::uint64_t id = next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxRangeStart, message, 0, id);
+  return id;
+}
+nvtxRangeId_t NVTX_API start_w(const wchar_t* message) {
+  const std::uint64_t id = next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxRangeStart, narrow(message).c_str(), 0, id);
+  return id;
+}
+nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t* a) {
+  const std::uint64_t id = next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (nvtx_recording()) emit_with_message(RecordKind::kNvtxRangeStart, a, 0, id);
+  return id;
+}
+void NVTX_API end(nvtxRangeId_t id) {
+  if (nvtx_recording()) emit_nvtx_end(RecordKind::kNvtxRangeEnd, 0, id, now());
+}
+void NVTX_API name_os_thread_a(std::uint32_t thread_id, const char* name) {
+  Record r = make_record(RecordKind::kThreadName);
+  r.thread_id = thread_id;
+  r.start_ns = r.end_ns = now();
+  r.u.thread_name.name = intern(name == nullptr ? "" : name);
+  RecordBuffers::process().emit(r);
+}
+void NVTX_API name_category_a(std::uint32_t, const char*) {}
+
+// Domains: a domain handle is its interned name, a registered string handle its interned text.
+nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
+  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(intern(name == nullptr ? "" : name)));
+}
+nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) { return domain_create_a(narrow(name).c_str()); }
+void NVTX_API domain_destroy(nvtxDomainHandle_t) {}
+nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t, const char* text) {
+  return reinterpret_cast<nvtxStringHandle_t>(const_cast<char*>(intern(text == nullptr ? "" : text)));
+}
+nvtxStringHandle_t NVTX_API register_string_w(nvtxDomainHandle_t domain, const wchar_t* text) {
+  return register_string_a(domain, narrow(text).c_str());
+}
+void NVTX_API domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
+  if (nvtx_recording()) emit_with_message(RecordKind::kNvtxMark, a, domain_id(domain), 0);
+}
+int NVTX_API domain_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
+  if (nvtx_recording()) emit_with_message(RecordKind::kNvtxPush, a, domain_id(domain), 0);
+  return push_depth++;
+}
+int NVTX_API domain_pop(nvtxDomainHandle_t domain) {
+  if (push_depth == 0) return -1;
+  if (nvtx_recording()) emit_nvtx_end(RecordKind::kNvtxPop, domain_id(domain), 0, now());
+  return --push_depth;
+}
+nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
+  const std::uint64_t id = next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (nvtx_recording()) emit_with_message(RecordKind::kNvtxRangeStart, a, domain_id(domain), id);
+  return id;
+}
+void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) {
+  if (nvtx_recording()) emit_nvtx_end(RecordKind::kNvtxRangeEnd, 0, id, now());
+}
+void NVTX_API domain_name_category_a(nvtxDomainHandle_t, std::uint32_t, const char*) {}
+void NVTX_API initialize(const void*) {}
+
+template <typename Fn>
+void set(NvtxFunctionTable table, unsigned size, unsigned index, Fn fn) {
+  if (index < size && table[index] != nullptr) *table[index] = reinterpret_cast<NvtxFunctionPointer>(fn);
+}
+
+}  // namespace
+
+bool nvtx_injection_active() noexcept { return handlers_installed.load(std::memory_order_relaxed); }
+
+}  // namespace detail
+
+int install_nvtx_handlers(NvtxExportTableGetter get_export_table) noexcept {
+  using namespace detail;
+  if (get_export_table == nullptr) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;
+  NvtxFunctionTable table = nullptr;
+  unsigned size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size) == 0 || table == nullptr) return 0;
+  set(table, size, NVTX_CBID_CORE_MarkEx, &mark_ex);
+  set(table, size, NVTX_CBID_CORE_MarkA, &mark_a);
+  set(table, size, NVTX_CBID_CORE_MarkW, &mark_w);
+  set(table, size, NVTX_CBID_CORE_RangeStartEx, &start_ex);
+  set(table, size, NVTX_CBID_CORE_RangeStartA, &start_a);
+  set(table, size, NVTX_CBID_CORE_RangeStartW, &start_w);
+  set(table, size, NVTX_CBID_CORE_RangeEnd, &end);
+  set(table, size, NVTX_CBID_CORE_RangePushEx, &push_ex);
+  set(table, size, NVTX_CBID_CORE_RangePushA, &push_a);
+  set(table, size, NVTX_CBID_CORE_RangePushW, &push_w);
+  set(table, size, NVTX_CBID_CORE_RangePop, &pop);
+  set(table, size, NVTX_CBID_CORE_NameCategoryA, &name_category_a);
+  set(table, size, NVTX_CBID_CORE_NameOsThreadA, &name_os_thread_a);
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size) != 0 && table != nullptr) {
+    set(table, size, NVTX_CBID_CORE2_DomainMarkEx, &domain_mark_ex);
+    set(table, size, NVTX_CBID_CORE2_DomainRangeStartEx, &domain_start_ex);
+    set(table, size, NVTX_CBID_CORE2_DomainRangeEnd, &domain_end);
+    set(table, size, NVTX_CBID_CORE2_DomainRangePushEx, &domain_push_ex);
+    set(table, size, NVTX_CBID_CORE2_DomainRangePop, &domain_pop);
+    set(table, size, NVTX_CBID_CORE2_DomainNameCategoryA, &domain_name_category_a);
+    set(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &register_string_a);
+    set(table, size, NVTX_CBID_CORE2_DomainRegisterStringW, &register_string_w);
+    set(table, size, NVTX_CBID_CORE2_DomainCreateA, &domain_create_a);
+    set(table, size, NVTX_CBID_CORE2_DomainCreateW, &domain_create_w);
+    set(table, size, NVTX_CBID_CORE2_DomainDestroy, &domain_destroy);
+    set(table, size, NVTX_CBID_CORE2_Initialize, &initialize);
+  }
+  handlers_installed.store(true);
+  return 1;
+}
+
+}  // namespace cudascope::profiler
