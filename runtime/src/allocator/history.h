@@ -80,15 +80,20 @@ class TraceBuffer {
   std::size_t max_entries_ = 1;
 };
 
-// Turns raw frames into (name, file, line) once per address for a whole snapshot.
+// Turns raw frames into (name, file, line) once per address and once per distinct stack
+// for a whole snapshot; names are interned for the life of the process.
 class Symbolizer {
  public:
   const std::vector<memory::Frame>& frames(const ContextPtr& context);
 
  private:
-  const memory::Frame& frame(void* address);
+  struct StackHash {
+    std::size_t operator()(const std::vector<void*>& v) const noexcept;
+  };
+  memory::Frame frame(void* address);
   std::unordered_map<void*, memory::Frame> cache_;
-  std::unordered_map<const Context*, std::vector<memory::Frame>> contexts_;
+  std::unordered_map<const Context*, const std::vector<memory::Frame>*> by_context_;
+  std::unordered_map<std::vector<void*>, std::vector<memory::Frame>, StackHash> by_stack_;
   std::vector<memory::Frame> empty_;
 };
 

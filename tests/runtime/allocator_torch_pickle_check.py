@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""Checks that PyTorch's own tools read a snapshot pickle cudascope wrote:
+pickle.load, then torch.cuda._memory_viz's segment, trace and memory views.
+Usage: python3 allocator_torch_pickle_check.py SNAPSHOT.pickle"""
+import pickle
+import sys
+
+import torch.cuda._memory_viz as viz
+
+with open(sys.argv[1], "rb") as f:
+    snapshot = pickle.load(f)
+print("pickle.load: ok,", len(snapshot["segments"]), "segments,",
+      sum(len(t) for t in snapshot["device_traces"]), "trace entries")
+failed = 0
+for name in ("segments", "memory", "segment_plot", "trace_plot", "profile_plot"):
+    fn = getattr(viz, name, None)
+    if fn is None:
+        print(f"_memory_viz.{name}: not in this PyTorch")
+        continue
+    try:
+        out = fn(snapshot)
+        print(f"_memory_viz.{name}: ok ({len(out)} characters)")
+    except Exception as e:  # report every view, then fail
+        failed += 1
+        print(f"_memory_viz.{name}: FAILED: {type(e).__name__}: {e}")
+sys.exit(1 if failed else 0)
