@@ -1,0 +1,255 @@
+// The Prometheus exporter: figures equal the runtime's, the text passes promtool, and a
+// real Prometheus server scrapes it.
+#include "metrics_text.h"
+#include "test_support.h"
+
+#include <cudascope/cuda/memory.h>
+#include <cudascope/metrics/metrics.h>
+
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+extern char** environ;
+
+namespace cuda = cudascope::cuda;
+namespace metrics = cudascope::metrics;
+using cudascope::testing::find_sample;
+using cudascope::testing::parse_exposition;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Holds allocations for a test and gives them back.
+class Allocations {
+ public:
+  void add(std::size_t size, int device = 0) { pointers_.push_back(cuda::caching_allocator_alloc(size, device)); }
+  ~Allocations() {
+    for (void* ptr : pointers_) cuda::caching_allocator_delete(ptr);
+  }
+
+ private:
+  std::vector<void*> pointers_;
+};
+
+std::string temp_dir() {
+  char pattern[] = "/tmp/cudascope-metrics-XXXXXX";
+  return mkdtemp(pattern);
+}
+
+std::string url_encode(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '_' || c == '-' || c == '.') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// The PromQL of every panel of the Grafana dashboard, with its variables matching everything.
+std::vector<std::string> dashboard_queries() {
+  std::ifstream file(CUDASCOPE_DASHBOARD_PATH);
+  const auto dashboard = nlohmann::json::parse(file);
+  std::vector<std::string> queries;
+  for (const auto& panel : dashboard.at("panels")) {
+    for (const auto& target : panel.at("targets")) {
+      std::string expr = target.at("expr").get<std::string>();
+      for (const std::string variable : {"$host", "$device"}) {
+        for (std::size_t at; (at = expr.find(variable)) != std::string::npos;) expr.replace(at, variable.size(), ".*");
+      }
+      queries.push_back(expr);
+    }
+  }
+  return queries;
+}
+
+int run_command(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST(MetricsTest, AllocatorFiguresEqualMemoryStats) {
+  Allocations held;
+  held.add(3 << 20);
+  held.add(4096);
+  held.add(700);
+  const auto samples = parse_exposition(metrics::render_metrics());
+  const auto stats = cuda::memory_stats(0);
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_allocated_bytes", {{"device", "0"}, {"pool", "all"}}),
+            static_cast<double>(stats.at("allocated_bytes.all.current")));
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_allocated_bytes", {{"device", "0"}, {"pool", "small"}}),
+            static_cast<double>(stats.at("allocated_bytes.small_pool.current")));
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_reserved_bytes", {{"device", "0"}, {"pool", "large"}}),
+            static_cast<double>(stats.at("reserved_bytes.large_pool.current")));
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_allocations_total", {{"device", "0"}, {"pool", "all"}}),
+            static_cast<double>(stats.at("allocation.all.allocated")));
+  EXPECT_GE(*find_sample(samples, "cudascope_memory_allocated_bytes", {{"device", "0"}, {"pool", "all"}}),
+            (3 << 20) + 4096 + 700);
+  const double fragmentation = *find_sample(samples, "cudascope_memory_fragmentation_ratio", {{"device", "0"}});
+  EXPECT_DOUBLE_EQ(fragmentation, 1.0 - static_cast<double>(stats.at("allocated_bytes.all.current")) /
+                                            static_cast<double>(stats.at("reserved_bytes.all.current")));
+}
+
+TEST(MetricsTest, PerStreamFiguresNameTheStream) {
+  cuda::Stream side;
+  void* on_side = cuda::caching_allocator_alloc(1 << 20, 0, side);
+  const auto samples = parse_exposition(metrics::render_metrics());
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_stream_allocated_bytes",
+                        {{"device", "0"}, {"stream", std::to_string(side.id())}}),
+            static_cast<double>(1 << 20));
+  cuda::caching_allocator_delete(on_side);
+}
+
+TEST(MetricsTest, DeviceInfoAndConstantLabels) {
+  metrics::MetricsOptions options;
+  options.host = "node-7";
+  options.rank = "3";
+  const auto samples = parse_exposition(metrics::render_metrics(options));
+  const auto info = find_sample(samples, "cudascope_device_info",
+                                {{"device", "0"}, {"host", "node-7"}, {"rank", "3"}, {"backend", cuda::backend_name()}});
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(*info, 1.0);
+  for (const auto& sample : samples) {
+    EXPECT_EQ(sample.labels.at("host"), "node-7") << sample.name;
+    EXPECT_EQ(sample.name.rfind("cudascope_", 0), 0u) << sample.name;
+  }
+}
+
+TEST(MetricsTest, DeviceHealthInBaseUnits) {
+  metrics::MetricsOptions options;
+  options.allocator = false;
+  const auto samples = parse_exposition(metrics::render_metrics(options));
+  const auto watts = find_sample(samples, "cudascope_gpu_power_watts", {{"device", "0"}});
+  ASSERT_TRUE(watts.has_value());
+  EXPECT_NEAR(*watts, cuda::power_draw(0) / 1000.0, 100.0);
+  const auto utilization = find_sample(samples, "cudascope_gpu_utilization_ratio", {{"device", "0"}});
+  ASSERT_TRUE(utilization.has_value());
+  EXPECT_GE(*utilization, 0.0);
+  EXPECT_LE(*utilization, 1.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_gpu_memory_total_bytes", {{"device", "0"}}),
+            static_cast<double>(cuda::mem_get_info(0).second));
+  EXPECT_FALSE(find_sample(samples, "cudascope_memory_allocated_bytes", {}).has_value()) << "allocator was off";
+}
+
+TEST(MetricsTest, PromtoolAcceptsTheExposition) {
+  Allocations held;
+  held.add(1 << 20);
+  const std::string dir = temp_dir();
+  std::ofstream(dir + "/metrics.txt") << metrics::render_metrics();
+  EXPECT_EQ(run_command("promtool check metrics < " + dir + "/metrics.txt"), 0)
+      << "promtool (Debian package prometheus) must be installed and accept the text";
+}
+
+TEST(MetricsServerTest, ServesTheSameTextOverHttp) {
+  metrics::MetricsServer server("127.0.0.1:0");
+  ASSERT_GT(server.port(), 0);
+  const auto body = cudascope::testing::http_get(server.port(), "/metrics");
+  ASSERT_TRUE(body.has_value());
+  const auto samples = parse_exposition(*body);
+  EXPECT_TRUE(find_sample(samples, "cudascope_device_info", {{"device", "0"}}).has_value());
+  EXPECT_TRUE(find_sample(samples, "cudascope_memory_reserved_bytes", {{"device", "0"}, {"pool", "all"}}).has_value());
+}
+
+TEST(MetricsServerTest, BindFailureNamesTheAddress) {
+  try {
+    metrics::MetricsServer server("203.0.113.1:1");  // not an address of this machine
+    FAIL() << "listening should have failed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("203.0.113.1:1"));
+  }
+}
+
+// A real Prometheus server scrapes the exporter every second; its query API returns our figure.
+TEST(PrometheusIntegrationTest, ServerScrapesAllocatorFigures) {
+  Allocations held;
+  held.add(5 << 20);
+  metrics::MetricsServer exporter("127.0.0.1:0");
+  const std::string dir = temp_dir();
+  const int prometheus_port = cudascope::testing::free_port();
+  std::ofstream(dir + "/prometheus.yml") << "global:\n  scrape_interval: 1s\n"
+                                         << "scrape_configs:\n  - job_name: cudascope\n    static_configs:\n"
+                                         << "      - targets: ['127.0.0.1:" << exporter.port() << "']\n";
+  const std::string config = "--config.file=" + dir + "/prometheus.yml";
+  const std::string storage = "--storage.tsdb.path=" + dir + "/data";
+  const std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port);
+  std::vector<const char*> argv{"prometheus", config.c_str(), storage.c_str(), listen.c_str(), "--log.level=warn",
+                                nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawnp(&pid, "prometheus", nullptr, nullptr, const_cast<char* const*>(argv.data()), environ), 0)
+      << "the prometheus server (Debian package prometheus) must be installed";
+  const double expected = static_cast<double>(cuda::memory_allocated(0));
+  std::optional<double> scraped;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!scraped && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(500ms);
+    const auto body = cudascope::testing::http_get(
+        prometheus_port, "/api/v1/query?query=cudascope_memory_allocated_bytes%7Bpool%3D%22all%22%2Cdevice%3D%220%22%7D");
+    if (!body) continue;
+    const auto reply = nlohmann::json::parse(*body, nullptr, false);
+    if (reply.is_discarded() || reply["data"]["result"].empty()) continue;
+    scraped = std::stod(reply["data"]["result"][0]["value"][1].get<std::string>());
+  }
+  // Every query of the Grafana dashboard is valid PromQL that finds series.
+  std::vector<std::string> failed_queries;
+  for (const std::string& query : dashboard_queries()) {
+    const auto body = cudascope::testing::http_get(prometheus_port, "/api/v1/query?query=" + url_encode(query));
+    const auto reply = body ? nlohmann::json::parse(*body, nullptr, false) : nlohmann::json();
+    if (reply.is_discarded() || reply.value("status", "") != "success") failed_queries.push_back(query);
+  }
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(scraped.has_value()) << "Prometheus never returned the scraped figure";
+  EXPECT_EQ(*scraped, expected);
+  EXPECT_TRUE(failed_queries.empty()) << "rejected: " << ::testing::PrintToString(failed_queries);
+}
+
+TEST(GrafanaDashboardTest, EveryMetricItQueriesIsExported) {
+  Allocations held;
+  held.add(1 << 20);
+  std::set<std::string> exported;
+  for (const auto& sample : parse_exposition(metrics::render_metrics())) exported.insert(sample.name);
+  const std::regex metric_name("cudascope_[a-z_]+");
+  std::size_t checked = 0;
+  for (const std::string& query : dashboard_queries()) {
+    for (std::sregex_iterator it(query.begin(), query.end(), metric_name), end; it != end; ++it) {
+      EXPECT_TRUE(exported.count(it->str())) << it->str() << " in " << query;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 12u);
+}
+
+// CUDASCOPE_METRICS=address:port makes any program using the runtime serve its figures.
+TEST(MetricsAutostartTest, EnvironmentVariableServesAnUnmodifiedProgram) {
+  const int port = cudascope::testing::free_port();
+  const std::string command = "CUDASCOPE_BACKEND=sim CUDASCOPE_METRICS=127.0.0.1:" + std::to_string(port) + " " +
+                              CUDASCOPE_CLI_PATH + " demo --iterations 400 --kernel-ms 10 > /dev/null 2>&1";
+  std::thread program([&] { std::system(command.c_str()); });
+  std::optional<std::string> body;
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (!body && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+    body = cudascope::testing::http_get(port, "/metrics");
+  }
+  program.join();
+  ASSERT_TRUE(body.has_value()) << "nothing served on port " << port;
+  const auto samples = parse_exposition(*body);
+  EXPECT_EQ(find_sample(samples, "cudascope_device_info", {{"device", "1"}, {"backend", "sim"}}), 1.0);
+  EXPECT_TRUE(find_sample(samples, "cudascope_memory_reserved_bytes", {{"device", "0"}, {"pool", "all"}}).has_value());
+}

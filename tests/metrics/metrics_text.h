@@ -1,0 +1,29 @@
+#pragma once
+// Reads Prometheus' text exposition format back for assertions, and fetches over HTTP.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cudascope::testing {
+
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+std::vector<Sample> parse_exposition(const std::string& text);
+
+// The value of the one sample named `name` whose labels include `wanted`; empty if none.
+std::optional<double> find_sample(const std::vector<Sample>& samples, const std::string& name,
+                                  const std::map<std::string, std::string>& wanted);
+
+// A plain HTTP/1.0 GET to 127.0.0.1:port; the body, or empty on any failure.
+std::optional<std::string> http_get(int port, const std::string& path);
+
+// A TCP port that was free a moment ago.
+int free_port();
+
+}  // namespace cudascope::testing
