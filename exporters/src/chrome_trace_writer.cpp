@@ -85,6 +85,7 @@ void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   buffer_ += ",\"args\":{\"labels\":\"CPU\"}";
   end_event();
   last_ts_ns_ = info.start_ns;
+  flush();  // a process killed before the first periodic flush still leaves a trace
 }
 
 void ChromeTraceWriter::begin_event(const char* ph) {

@@ -10,7 +10,8 @@ namespace cudascope::profiler {
 namespace {
 // Trivially destructible, so emitting stays valid during exit after the holder below is gone.
 thread_local RecordBuffers::ThreadBuffer* tls_buffer = nullptr;
-thread_local RecordBuffers* tls_owner = nullptr;
+thread_local std::uint64_t tls_owner = 0;  // id of the RecordBuffers tls_buffer belongs to
+std::atomic<std::uint64_t> next_id{1};
 }  // namespace
 
 // Marks the thread's buffer retired when the thread ends; the consumer frees it once drained.
@@ -19,7 +20,7 @@ struct ThreadRetirement {
   ~ThreadRetirement() {
     if (buffer != nullptr) buffer->retired.store(true, std::memory_order_release);
     tls_buffer = nullptr;
-    tls_owner = nullptr;
+    tls_owner = 0;
   }
 };
 namespace {
@@ -31,7 +32,14 @@ RecordBuffers& RecordBuffers::process() {
   return *instance;
 }
 
+RecordBuffers::RecordBuffers() : id_(next_id.fetch_add(1)) {}
+
 RecordBuffers::~RecordBuffers() {
+  if (tls_owner == id_) {
+    tls_retirement.buffer = nullptr;
+    tls_buffer = nullptr;
+    tls_owner = 0;
+  }
   for (ThreadBuffer* buffer : threads_) {
     for (Chunk* c = buffer->head; c != nullptr;) {
       Chunk* next = c->next.load();
@@ -93,7 +101,7 @@ RecordBuffers::ThreadBuffer* RecordBuffers::register_thread() noexcept {
     threads_.push_back(buffer);
   }
   tls_buffer = buffer;
-  tls_owner = this;
+  tls_owner = id_;
   tls_retirement.buffer = buffer;
   return buffer;
 }
@@ -108,7 +116,7 @@ RecordBuffers::Chunk* RecordBuffers::grow(ThreadBuffer& buffer) noexcept {
 }
 
 bool RecordBuffers::emit(const Record* records, std::size_t count) noexcept {
-  ThreadBuffer* buffer = tls_owner == this ? tls_buffer : nullptr;
+  ThreadBuffer* buffer = tls_owner == id_ ? tls_buffer : nullptr;
   if (buffer == nullptr && (buffer = register_thread()) == nullptr) {
     dropped_.fetch_add(count, std::memory_order_relaxed);
     return false;

@@ -26,7 +26,7 @@ class RecordBuffers {
   static constexpr std::size_t kChunkRecords = 1024;
   static constexpr std::size_t kChunkBytes = kChunkRecords * sizeof(Record);
 
-  RecordBuffers() = default;
+  RecordBuffers();
   ~RecordBuffers();
   RecordBuffers(const RecordBuffers&) = delete;
   RecordBuffers& operator=(const RecordBuffers&) = delete;
@@ -79,6 +79,7 @@ class RecordBuffers {
   std::atomic<std::size_t> chunks_allocated_{0};
   std::atomic<std::size_t> limit_chunks_{(256u << 20) / kChunkBytes};
   std::atomic<std::uint64_t> dropped_{0};
+  const std::uint64_t id_;  // tells this instance's per-thread cache from another's
 };
 
 }  // namespace cudascope::profiler

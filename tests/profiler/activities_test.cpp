@@ -1,0 +1,36 @@
+#include <cudascope/profiler/activities.h>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+using cudascope::profiler::Activity;
+using cudascope::profiler::ActivitySet;
+
+TEST(ActivitySetTest, ParsesListsWithSpacesAndRoundTrips) {
+  const ActivitySet set = ActivitySet::parse("kernel, memcpy ,nvtx");
+  EXPECT_TRUE(set.contains(Activity::kKernel));
+  EXPECT_TRUE(set.contains(Activity::kMemcpy));
+  EXPECT_TRUE(set.contains(Activity::kNvtx));
+  EXPECT_FALSE(set.contains(Activity::kRuntime));
+  EXPECT_EQ(set.to_string(), "kernel,memcpy,nvtx");
+  EXPECT_EQ(ActivitySet::parse(set.to_string()), set);
+}
+
+TEST(ActivitySetTest, DefaultLeavesDriverApiOutAndAllHasIt) {
+  EXPECT_FALSE(ActivitySet::defaults().contains(Activity::kDriver));
+  EXPECT_TRUE(ActivitySet::defaults().contains(Activity::kKernel));
+  EXPECT_TRUE(ActivitySet::all().contains(Activity::kDriver));
+  EXPECT_EQ(ActivitySet::parse("default,driver"), ActivitySet::all());
+}
+
+TEST(ActivitySetTest, UnknownNameIsRejectedNamingIt) {
+  try {
+    ActivitySet::parse("kernel,kernals");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'kernals'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("memcpy"), std::string::npos) << "lists the valid names: " << e.what();
+  }
+  EXPECT_THROW(ActivitySet::parse(" , "), std::invalid_argument);
+}

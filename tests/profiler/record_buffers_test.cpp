@@ -1,0 +1,87 @@
+#include <cudascope/profiler/record_buffers.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+#include <vector>
+
+using namespace cudascope::profiler;
+
+namespace {
+Record numbered(std::uint64_t n) {
+  Record r = make_record(RecordKind::kKernel);
+  r.start_ns = n;
+  return r;
+}
+}  // namespace
+
+TEST(RecordBuffersTest, DrainsEveryThreadsRecordsInThatThreadsOrderWhileTheyWrite) {
+  RecordBuffers buffers;
+  constexpr int kThreads = 4;
+  constexpr std::uint64_t kPerThread = 10 * RecordBuffers::kChunkRecords + 17;  // crosses chunk boundaries
+  std::map<std::uint32_t, std::vector<std::uint64_t>> seen;
+  std::atomic<bool> writing{true};
+  const auto consume = [&](const Record* records, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) seen[records[i].thread_id].push_back(records[i].start_ns);
+  };
+  std::thread consumer([&] {
+    while (writing.load()) buffers.drain(consume);
+  });
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&] {
+      for (std::uint64_t n = 0; n < kPerThread; ++n) ASSERT_TRUE(buffers.emit(numbered(n)));
+    });
+  }
+  for (auto& p : producers) p.join();
+  writing = false;
+  consumer.join();
+  buffers.drain(consume);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(kThreads));
+  for (const auto& [thread, values] : seen) {
+    ASSERT_EQ(values.size(), kPerThread) << "thread " << thread;
+    for (std::uint64_t n = 0; n < kPerThread; ++n) ASSERT_EQ(values[n], n) << "thread " << thread;
+  }
+  EXPECT_EQ(buffers.dropped(), 0u);
+}
+
+TEST(RecordBuffersTest, DropsAndCountsOnceTheMemoryLimitIsReachedThenRecoversAfterDrain) {
+  RecordBuffers buffers;
+  buffers.set_memory_limit(2 * RecordBuffers::kChunkBytes);
+  std::uint64_t accepted = 0;
+  for (std::uint64_t n = 0; n < 3 * RecordBuffers::kChunkRecords; ++n) accepted += buffers.emit(numbered(n)) ? 1 : 0;
+  EXPECT_EQ(accepted, 2 * RecordBuffers::kChunkRecords);
+  EXPECT_EQ(buffers.dropped(), RecordBuffers::kChunkRecords);
+  EXPECT_LE(buffers.bytes_held(), 2 * RecordBuffers::kChunkBytes);
+  std::size_t drained = buffers.drain([](const Record*, std::size_t) {});
+  EXPECT_EQ(drained, accepted);
+  EXPECT_TRUE(buffers.emit(numbered(1))) << "drained chunks are reused";
+}
+
+TEST(RecordBuffersTest, AMultiRecordEmitStaysContiguousAcrossAChunkBoundary) {
+  RecordBuffers buffers;
+  for (std::size_t n = 0; n + 1 < RecordBuffers::kChunkRecords; ++n) buffers.emit(numbered(n));
+  Record group[3] = {numbered(100), numbered(101), numbered(102)};
+  ASSERT_TRUE(buffers.emit(group, 3));
+  bool found = false;
+  buffers.drain([&](const Record* records, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (records[i].start_ns != 100) continue;
+      ASSERT_GE(count - i, 3u) << "the group was split between runs";
+      EXPECT_EQ(records[i + 1].start_ns, 101u);
+      EXPECT_EQ(records[i + 2].start_ns, 102u);
+      found = true;
+    }
+  });
+  EXPECT_TRUE(found);
+}
+
+TEST(RecordBuffersTest, RecordsOfAThreadThatEndedAreStillDrained) {
+  RecordBuffers buffers;
+  std::thread([&] {
+    for (int n = 0; n < 5; ++n) buffers.emit(numbered(static_cast<std::uint64_t>(n)));
+  }).join();
+  EXPECT_EQ(buffers.drain([](const Record*, std::size_t) {}), 5u);
+  EXPECT_EQ(buffers.drain([](const Record*, std::size_t) {}), 0u);
+}

@@ -1,0 +1,149 @@
+// Sessions on the sim backend: the runtime reports device activity itself, so the whole
+// path (observer -> record buffers -> writer thread -> sink) runs without a GPU.
+#include "test_support.h"
+
+#include <cudascope/cuda/memory.h>
+#include <cudascope/profiler/session.h>
+
+#include "backend/backend.h"
+#include "runtime_state.h"
+
+#include <chrono>
+#include <map>
+#include <vector>
+
+using namespace cudascope;
+using namespace cudascope::profiler;
+
+namespace {
+
+std::vector<Record> of_kind(const std::vector<Record>& records, RecordKind kind) {
+  std::vector<Record> out;
+  for (const Record& r : records) {
+    if (r.kind == kind) out.push_back(r);
+  }
+  return out;
+}
+
+SessionOptions sim_options() {
+  SessionOptions options;
+  options.source = SourceKind::kSim;
+  options.flush_interval = std::chrono::milliseconds(20);
+  return options;
+}
+
+}  // namespace
+
+TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelation) {
+  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "sim backend behaviour";
+  Session session(sim_options());
+  session.start();
+  cuda::Stream stream(0);
+  cuda::busy_wait(std::chrono::microseconds(200), stream);
+  cuda::busy_wait(std::chrono::microseconds(100), stream);
+  std::vector<char> host(4096, 1);
+  void* device = cuda::caching_allocator_alloc(4096, 0, stream);
+  cuda::detail::lazy_backend().memcpy_async(0, device, host.data(), host.size(), cuda::detail::CopyKind::kHostToDevice,
+                                            stream.handle());
+  cuda::detail::lazy_backend().memset_async(0, device, 0, 4096, stream.handle());
+  stream.synchronize();
+  cuda::caching_allocator_delete(device);
+  session.stop();
+
+  MemorySink sink;
+  session.export_to(sink);
+  const auto kernels = of_kind(sink.records(), RecordKind::kKernel);
+  const auto calls = of_kind(sink.records(), RecordKind::kRuntimeApi);
+  ASSERT_EQ(kernels.size(), 2u);
+  std::map<std::uint32_t, Record> by_correlation;
+  for (const Record& call : calls) by_correlation[call.correlation_id] = call;
+  for (const Record& kernel : kernels) {
+    EXPECT_EQ(kernel.stream, stream.id());
+    EXPECT_EQ(kernel.device, 0);
+    ASSERT_TRUE(by_correlation.count(kernel.correlation_id)) << "the launch call of every kernel is recorded";
+    const Record& call = by_correlation[kernel.correlation_id];
+    EXPECT_STREQ(call.u.api.name, "cudaLaunchKernel");
+    EXPECT_LE(call.start_ns, kernel.start_ns) << "one timeline: the launch starts before its kernel";
+  }
+  EXPECT_GE(kernels[0].end_ns - kernels[0].start_ns, 200000u);
+  EXPECT_LE(kernels[0].end_ns, kernels[1].start_ns) << "stream order";
+  const auto copies = of_kind(sink.records(), RecordKind::kMemcpy);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].u.copy.bytes, 4096u);
+  EXPECT_EQ(static_cast<CopyKindCode>(copies[0].detail), CopyKindCode::kHtoD);
+  ASSERT_EQ(of_kind(sink.records(), RecordKind::kMemset).size(), 1u);
+  const auto syncs = of_kind(sink.records(), RecordKind::kSync);
+  ASSERT_FALSE(syncs.empty());
+  EXPECT_EQ(static_cast<SyncType>(syncs[0].detail), SyncType::kStream);
+  const auto allocations = of_kind(sink.records(), RecordKind::kAllocator);
+  ASSERT_FALSE(allocations.empty()) << "the caching allocator reports through the same observer";
+  EXPECT_GE(allocations.back().u.allocator.reserved_bytes, 4096);
+  EXPECT_EQ(sink.summary().dropped_buffer, 0u);
+  EXPECT_EQ(sink.info().source, "sim");
+}
+
+TEST(SessionTest, NvtxRangesOfTheRuntimeAreRecordedPerThreadWithTheirText) {
+  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "sim backend behaviour";
+  Session session(sim_options());
+  session.start();
+  const std::string long_name(150, 'x');
+  {
+    cuda::nvtx::Range outer("outer");
+    cuda::nvtx::Range inner(long_name);
+    cuda::nvtx::mark("checkpoint");
+  }
+  session.stop();
+  MemorySink sink;
+  session.export_to(sink);
+  std::vector<std::string> texts;
+  std::vector<RecordKind> kinds;
+  const auto& records = sink.records();
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    if (r.kind == RecordKind::kNvtxPush || r.kind == RecordKind::kNvtxMark) {
+      texts.push_back(record_text(r, records.data() + i + 1, records.size() - i - 1));
+    }
+    if (r.kind >= RecordKind::kNvtxPush && r.kind <= RecordKind::kNvtxMark) kinds.push_back(r.kind);
+  }
+  EXPECT_EQ(texts, (std::vector<std::string>{"outer", long_name, "checkpoint"}));
+  EXPECT_EQ(kinds, (std::vector<RecordKind>{RecordKind::kNvtxPush, RecordKind::kNvtxPush, RecordKind::kNvtxMark,
+                                            RecordKind::kNvtxPop, RecordKind::kNvtxPop}));
+}
+
+TEST(SessionTest, OnlyTheSelectedActivitiesAreRecordedAndNothingAfterStop) {
+  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "sim backend behaviour";
+  SessionOptions options = sim_options();
+  options.activities = ActivitySet::parse("kernel");
+  Session session(options);
+  session.start();
+  cuda::Stream stream(0);
+  {
+    cuda::nvtx::Range range("not recorded");
+    cuda::busy_wait(std::chrono::microseconds(10), stream);
+  }
+  stream.synchronize();
+  session.stop();
+  cuda::busy_wait(std::chrono::microseconds(10), stream);
+  stream.synchronize();
+  MemorySink sink;
+  session.export_to(sink);
+  std::map<RecordKind, int> counts;
+  for (const Record& r : sink.records()) ++counts[r.kind];
+  EXPECT_EQ(counts[RecordKind::kKernel], 1);
+  EXPECT_EQ(counts[RecordKind::kRuntimeApi], 0);
+  EXPECT_EQ(counts[RecordKind::kNvtxPush], 0);
+  EXPECT_EQ(counts[RecordKind::kSync], 0);
+}
+
+TEST(SessionTest, ASecondConcurrentSessionIsRefusedAndExportNeedsAStoppedInMemorySession) {
+  Session first(sim_options());
+  first.start();
+  Session second(sim_options());
+  EXPECT_THROW(second.start(), std::logic_error);
+  EXPECT_THROW(first.export_to(*std::make_unique<MemorySink>()), std::logic_error);
+  first.stop();
+  EXPECT_EQ(Session::current(), nullptr);
+  second.start();
+  EXPECT_EQ(Session::current(), &second);
+  second.stop();
+}
