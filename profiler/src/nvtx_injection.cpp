@@ -23,7 +23,7 @@ namespace {
 
 std::atomic<bool> handlers_installed{false};
 std::atomic<std::uint64_t> next_range_id{1};
-thread_local int push_depth = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int push_depth = 0;
 
 std::uint64_t now() noexcept { return cuda::instrumentation::host_time_ns(); }
 

@@ -9,8 +9,10 @@
 namespace cudascope::profiler {
 namespace {
 // Trivially destructible, so emitting stays valid during exit after the holder below is gone.
-thread_local RecordBuffers::ThreadBuffer* tls_buffer = nullptr;
-thread_local std::uint64_t tls_owner = 0;  // id of the RecordBuffers tls_buffer belongs to
+// initial-exec: the hot path reads these without a __tls_get_addr call (a few bytes of the
+// static TLS surplus, which libraries loaded with dlopen may use).
+[[gnu::tls_model("initial-exec")]] thread_local RecordBuffers::ThreadBuffer* tls_buffer = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local std::uint64_t tls_owner = 0;  // id of the RecordBuffers tls_buffer belongs to
 std::atomic<std::uint64_t> next_id{1};
 }  // namespace
 
@@ -55,6 +57,16 @@ void RecordBuffers::set_memory_limit(std::size_t bytes) noexcept {
   limit_chunks_.store(std::max<std::size_t>(2, bytes / kChunkBytes));
 }
 
+void RecordBuffers::reserve(std::size_t bytes) {
+  const std::size_t wanted = std::min(bytes, memory_limit()) / kChunkBytes;
+  std::lock_guard lock(pool_mutex_);
+  keep_free_ = std::max<std::size_t>(64, wanted);
+  while (free_chunks_.size() < wanted && chunks_allocated_.load() < limit_chunks_.load()) {
+    free_chunks_.push_back(new Chunk());  // value-initialised: every page touched now
+    chunks_allocated_.fetch_add(1);
+  }
+}
+
 RecordBuffers::Chunk* RecordBuffers::take_chunk() noexcept {
   {
     std::lock_guard lock(pool_mutex_);
@@ -77,8 +89,8 @@ RecordBuffers::Chunk* RecordBuffers::take_chunk() noexcept {
 
 void RecordBuffers::recycle(Chunk* chunk) noexcept {
   std::lock_guard lock(pool_mutex_);
-  // Keep a small reserve; return the rest so a burst does not pin its peak for good.
-  if (free_chunks_.size() < 64) {
+  // Keep the reserve; return the rest so a burst does not pin its peak for good.
+  if (free_chunks_.size() < keep_free_) {
     free_chunks_.push_back(chunk);
   } else {
     delete chunk;

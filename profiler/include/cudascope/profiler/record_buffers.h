@@ -46,6 +46,9 @@ class RecordBuffers {
   // Drops everything pending (records emitted before a session started).
   void discard() { drain([](const Record*, std::size_t) {}); }
 
+  // Allocates (and touches) chunks up to `bytes` into the free pool and keeps that many
+  // there, so producers take ready pages instead of faulting fresh ones on the hot path.
+  void reserve(std::size_t bytes);
   // The most memory the chunks may take; at least two chunks.
   void set_memory_limit(std::size_t bytes) noexcept;
   std::size_t memory_limit() const noexcept { return limit_chunks_.load() * kChunkBytes; }
@@ -79,6 +82,7 @@ class RecordBuffers {
   std::atomic<std::size_t> chunks_allocated_{0};
   std::atomic<std::size_t> limit_chunks_{(256u << 20) / kChunkBytes};
   std::atomic<std::uint64_t> dropped_{0};
+  std::size_t keep_free_ = 64;  // chunks the pool keeps rather than frees (under pool_mutex_)
   const std::uint64_t id_;  // tells this instance's per-thread cache from another's
 };
 

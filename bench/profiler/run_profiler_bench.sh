@@ -1,0 +1,53 @@
+#!/bin/bash
+# On a GPU machine, from the repository root, after building into $BUILD:
+#   bench/profiler/run_profiler_bench.sh BUILD OUTDIR
+# The PyTorch comparison (cudascope run vs torch.profiler on the same steps), the SIGKILL
+# check, and every overhead figure measured against the plain run in this same call.
+set -u
+BUILD=$1
+OUT=$2
+CLI=$BUILD/cli/cudascope
+INJECT=$(readlink -f $BUILD/lib/libcudascope_inject.so)
+LOOP=$BUILD/bench/profiler/launch_loop
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+seconds() { sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p'; }
+
+echo "== device"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+
+echo "== PyTorch: cudascope run vs torch.profiler on the same steps"
+$CLI run -o $OUT/train_cudascope.json.gz --activities all -- python3 bench/profiler/torch_train.py --steps 3 --warmup 2
+python3 bench/profiler/torch_train.py --steps 3 --warmup 2 --torch-profiler /tmp/train_torch.json && gzip -c /tmp/train_torch.json > $OUT/train_torch.json.gz
+python3 bench/profiler/compare_traces.py $OUT/train_cudascope.json.gz /tmp/train_torch.json 2 3
+$CLI stats --check $OUT/train_cudascope.json.gz > $OUT/train_stats.txt; echo "stats --check exit $?"; head -25 $OUT/train_stats.txt
+
+echo "== SIGKILL while recording"
+CUDA_INJECTION64_PATH=$INJECT NVTX_INJECTION64_PATH=$INJECT CUDASCOPE_TRACE=/tmp/killed.json $LOOP endless &
+pid=$!; sleep 4; kill -9 $pid; wait $pid 2>/dev/null
+ls -la /tmp/killed.json; $CLI stats --check /tmp/killed.json | tail -4
+
+echo "== launch loop, 20000 tiny kernels (seconds, median of 5, alternating)"
+for i in 1 2 3 4 5; do
+  $LOOP 20000 | seconds >> /tmp/plain
+  $CLI run -o /tmp/l.json -- $LOOP 20000 2>/dev/null | seconds >> /tmp/default
+  $CLI run -o /tmp/l.json --activities kernel -- $LOOP 20000 2>/dev/null | seconds >> /tmp/kernel
+  $CLI run -o /tmp/l.json --activities all -- $LOOP 20000 2>/dev/null | seconds >> /tmp/all
+done
+for f in plain default kernel all; do echo "$f $(median < /tmp/$f)"; done | tee $OUT/launch_loop.txt
+$CLI stats /tmp/l.json | grep -E "tiny|Dropped"
+
+echo "== PyTorch loop, 20000 x.add_(1) (seconds, 5 repetitions each)"
+python3 bench/profiler/torch_launch_loop.py | seconds > /tmp/tplain
+$CLI run -o /tmp/t.json -- python3 bench/profiler/torch_launch_loop.py 2>/dev/null | seconds > /tmp/tours
+python3 bench/profiler/torch_launch_loop.py --torch-profiler | seconds > /tmp/ttorch
+for f in tplain tours ttorch; do echo "$f $(median < /tmp/$f) [$(tr '\n' ' ' < /tmp/$f)]"; done | tee $OUT/torch_loop.txt
+
+echo "== NVTX push+pop: no tool, then recording"
+$BUILD/bench/profiler/nvtx_bench --benchmark_format=console 2>&1 | grep -E "mean|median"
+NVTX_INJECTION64_PATH=$INJECT CUDASCOPE_TRACE=/tmp/nvtx.json $BUILD/bench/profiler/nvtx_bench 2>&1 | grep -E "mean|median"
+$CLI stats /tmp/nvtx.json | grep -E "Dropped|Trace:"
+
+echo "== 1M kernels under cudascope run (default activities)"
+TIMEFORMAT="whole run under cudascope run: %R s"; time $CLI run -o /tmp/m.json -- $LOOP 1000000
+TIMEFORMAT="whole run plain: %R s"; time $LOOP 1000000
+
+ls -la /tmp/m.json; $CLI stats /tmp/m.json | grep -E "tiny|Dropped|Trace:"
