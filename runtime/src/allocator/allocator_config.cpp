@@ -155,7 +155,10 @@ class Parser {
         fail(key, interval + ":" + divisions_text, "divisions must be a power of 2 or 0");
       }
       if (interval == ">") {
-        std::fill(table.begin() + static_cast<std::ptrdiff_t>(last_index), table.end(), divisions);
+        // Every interval after the last one named (PyTorch 2.11; older releases also
+        // overwrote the last named interval).
+        std::fill(table.begin() + static_cast<std::ptrdiff_t>(std::min(last_index + 1, table.size())), table.end(),
+                  divisions);
       } else {
         const std::size_t mb = to_unsigned(key, interval);
         if (!is_power_of_two(mb)) fail(key, interval + ":" + divisions_text, "intervals must be powers of 2 (MB)");

@@ -125,8 +125,17 @@ class BlockArena {
     free_.pop_back();
     return b;
   }
+  // Resets only what a reused Block must not carry over (cheaper than assigning Block{}).
   void recycle(Block* b) {
-    *b = Block{};
+    b->allocated = false;
+    b->mapped = true;
+    b->prev = b->next = nullptr;
+    b->event_count = 0;
+    b->requested_size = 0;
+    b->expandable = nullptr;
+    b->stream_uses.clear();
+    if (b->context_when_allocated) b->context_when_allocated.reset();
+    if (b->context_when_segment_allocated) b->context_when_segment_allocated.reset();
     free_.push_back(b);
   }
 
