@@ -38,6 +38,8 @@ for e in ours:
 window = (min(r[1] for r in step_ranges), max(r[2] for r in step_ranges)) if step_ranges else (0, -1)
 ours_kernels = []
 launches_outside_phase = 0
+by_phase = collections.Counter()
+threads = set()
 for e in ours:
     if e.get("cat") != "kernel" or not window[0] <= e["ts"] <= window[1]:
         continue
@@ -46,19 +48,24 @@ for e in ours:
     if call is None:
         launches_outside_phase += 1
         continue
-    inside = [r for r in step_ranges if r[3] == call["tid"] and r[1] <= call["ts"] <= r[2]]
+    # Autograd launches the backward pass from its own thread while the range is open on the
+    # main thread: a launch belongs to the phase whose range spans it in time.
+    inside = [r for r in step_ranges if r[1] <= call["ts"] <= r[2]]
     if not inside:
         launches_outside_phase += 1
     else:
-        phases = [r for r in ranges if r[0] in ("forward", "backward", "optimizer") and r[3] == call["tid"]
-                  and r[1] <= call["ts"] <= r[2] and inside[0][1] <= r[1] and r[2] <= inside[0][2]]
+        phases = [r for r in ranges if r[0] in ("forward", "backward", "optimizer") and r[1] <= call["ts"] <= r[2]
+                  and inside[0][1] <= r[1] and r[2] <= inside[0][2]]
         launches_outside_phase += not phases
+        by_phase[phases[0][0] if phases else "none"] += 1
+        threads.add(call["tid"])
 theirs_kernels = [e["name"] for e in theirs if e.get("cat") == "kernel"]
 a, b = collections.Counter(ours_kernels), collections.Counter(theirs_kernels)
 print(f"cudascope: {len(ours_kernels)} kernels in {len(step_ranges)} step ranges; torch.profiler: {len(theirs_kernels)} kernels")
 print(f"distinct names: cudascope {len(a)}, torch.profiler {len(b)}")
 nesting_ok = all(r[4] == 1 for r in ranges if r[0] in ("forward", "backward", "optimizer")) and all(r[4] == 0 for r in step_ranges)
 print(f"nvtx: {len(ranges)} ranges; phases nested one level inside steps: {nesting_ok}; launches outside a phase range: {launches_outside_phase}")
+print(f"launches by phase: {dict(by_phase)} from {len(threads)} threads")
 only_ours, only_theirs = a - b, b - a
 for name, count in list(only_ours.items())[:10]:
     print("  only cudascope:", count, name[:160])

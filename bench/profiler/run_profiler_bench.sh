@@ -1,11 +1,12 @@
 #!/bin/bash
 # On a GPU machine, from the repository root, after building into $BUILD:
-#   bench/profiler/run_profiler_bench.sh BUILD OUTDIR
+#   bench/profiler/run_profiler_bench.sh BUILD OUTDIR [all|overheads]
 # The PyTorch comparison (cudascope run vs torch.profiler on the same steps), the SIGKILL
 # check, and every overhead figure measured against the plain run in this same call.
 set -u
 BUILD=$1
 OUT=$2
+PART=${3:-all}
 CLI=$BUILD/cli/cudascope
 INJECT=$(readlink -f $BUILD/lib/libcudascope_inject.so)
 LOOP=$BUILD/bench/profiler/launch_loop
@@ -13,6 +14,8 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 seconds() { sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p'; }
 
 echo "== device"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+if [ "$PART" = all ]; then
 
 echo "== PyTorch: cudascope run vs torch.profiler on the same steps"
 $CLI run -o $OUT/train_cudascope.json.gz --activities all -- python3 bench/profiler/torch_train.py --steps 3 --warmup 2
@@ -24,6 +27,8 @@ echo "== SIGKILL while recording"
 CUDA_INJECTION64_PATH=$INJECT NVTX_INJECTION64_PATH=$INJECT CUDASCOPE_TRACE=/tmp/killed.json $LOOP endless &
 pid=$!; sleep 4; kill -9 $pid; wait $pid 2>/dev/null
 ls -la /tmp/killed.json; $CLI stats --check /tmp/killed.json | tail -4
+
+fi
 
 echo "== launch loop, 20000 tiny kernels (seconds, median of 5, alternating)"
 for i in 1 2 3 4 5; do

@@ -82,7 +82,9 @@ RecordBuffers::Chunk* RecordBuffers::take_chunk() noexcept {
   do {
     if (allocated >= limit_chunks_.load()) return nullptr;
   } while (!chunks_allocated_.compare_exchange_weak(allocated, allocated + 1));
-  Chunk* chunk = new (std::nothrow) Chunk();
+  // Default-initialised: records are written before they are read, so no 96 KiB memset
+  // on the producer's path (reserve() pre-touches the chunks it makes).
+  Chunk* chunk = new (std::nothrow) Chunk;
   if (chunk == nullptr) chunks_allocated_.fetch_sub(1);
   return chunk;
 }

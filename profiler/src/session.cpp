@@ -148,7 +148,7 @@ void Session::start(std::unique_ptr<TraceSink> sink) {
     RecordBuffers& buffers = RecordBuffers::process();
     buffers.set_memory_limit(options_.max_buffer_bytes);
     buffers.discard();  // records left over from an earlier session
-    buffers.reserve(std::min<std::size_t>(options_.max_buffer_bytes, 32u << 20));
+    buffers.reserve(std::min<std::size_t>(options_.max_buffer_bytes, 64u << 20));
     s.dropped_baseline = buffers.dropped();
 
     TraceInfo info;

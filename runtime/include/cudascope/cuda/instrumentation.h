@@ -127,8 +127,9 @@ inline std::uint32_t next_correlation_id() noexcept {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The clock every runtime timestamp uses: CLOCK_MONOTONIC in nanoseconds, the clock CUPTI
-// timestamps are aligned to.
+// The clock every runtime timestamp uses, and the one CUPTI is given for its records:
+// CLOCK_MONOTONIC in nanoseconds (read through the invariant TSC where there is one, so a
+// timestamp costs a few ns even where clock_gettime is a system call). Thread-safe.
 std::uint64_t host_time_ns() noexcept;
 
 }  // namespace cudascope::cuda::instrumentation
