@@ -60,7 +60,7 @@ std::unique_ptr<profiler::TraceSink> open_chrome_trace(const std::string& path) 
 void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   info_ = info;
   pid_ = info.process_id;
-  flows_ = info.activities.find("runtime") != std::string::npos;
+  flows_ = info.activities.find("runtime") != std::string::npos || info.activities.find("launch") != std::string::npos;
   buffer_ += "{\"schemaVersion\":1,\"traceName\":\"cudascope\",\"displayTimeUnit\":\"ms\",\"cudascope\":{\"source\":";
   append_escaped(buffer_, info.source);
   buffer_ += ",\"activities\":";

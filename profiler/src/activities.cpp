@@ -4,7 +4,7 @@
 
 namespace cudascope::profiler {
 namespace {
-constexpr const char* kNames[] = {"kernel", "memcpy", "memset", "sync", "runtime", "driver", "nvtx", "allocator", "overhead"};
+constexpr const char* kNames[] = {"kernel", "memcpy", "memset", "sync", "runtime", "driver", "nvtx", "allocator", "overhead", "launch"};
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<std::size_t>(Activity::kCount));
 
 std::string_view trim(std::string_view s) {
@@ -20,7 +20,7 @@ const char* to_string(Activity a) noexcept {
 }
 
 ActivitySet ActivitySet::defaults() {
-  return all().remove(Activity::kDriver);
+  return all().remove(Activity::kDriver).remove(Activity::kRuntime);
 }
 
 ActivitySet ActivitySet::all() {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // Throws std::runtime_error naming the CUPTI call, its result, file and line.
@@ -56,6 +57,25 @@ bool optional_kind(CUpti_ActivityKind kind) {
 
 constexpr std::size_t kAlignment = 8;
 
+// The runtime calls the "launch" activity records: those that put work on a stream or wait
+// for it, found by name among CUPTI's runtime callbacks.
+const std::vector<CUpti_CallbackId>& launch_callbacks() {
+  static const std::vector<CUpti_CallbackId> ids = [] {
+    std::vector<CUpti_CallbackId> out;
+    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      const std::string_view n(name);
+      if (n.find("Launch") != n.npos || n.find("Memcpy") != n.npos || n.find("Memset") != n.npos ||
+          n.find("Synchronize") != n.npos) {
+        out.push_back(cbid);
+      }
+    }
+    return out;
+  }();
+  return ids;
+}
+
 }  // namespace
 
 std::atomic<CuptiSource*> CuptiSource::live_{nullptr};
@@ -83,6 +103,15 @@ void CuptiSource::start() {
       const CUptiResult status = cuptiActivityEnable(kind);
       if (status != CUPTI_SUCCESS && !optional_kind(kind)) CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(kind));
     }
+    if (!options_.activities.contains(Activity::kRuntime) && options_.activities.contains(Activity::kLaunch)) {
+      for (CUpti_CallbackId cbid : launch_callbacks()) {
+        if (cuptiActivityEnableRuntimeApi(cbid, 1) != CUPTI_SUCCESS) {
+          // This CUPTI cannot pick calls: trace them all rather than lose the flows.
+          CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+          break;
+        }
+      }
+    }
     // CUPTI's worker completes buffers at least this often, so the trace on disk keeps up.
     const auto period = static_cast<std::uint32_t>(options_.flush_interval.count() > 0 ? options_.flush_interval.count() : 200);
     cuptiActivityFlushPeriod(period);
@@ -98,6 +127,10 @@ void CuptiSource::stop() {
   started_ = false;
   CUDASCOPE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   for (CUpti_ActivityKind kind : kinds_for(options_.activities)) cuptiActivityDisable(kind);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  if (!options_.activities.contains(Activity::kRuntime) && options_.activities.contains(Activity::kLaunch)) {
+    for (CUpti_CallbackId cbid : launch_callbacks()) cuptiActivityEnableRuntimeApi(cbid, 0);
+  }
   cuptiActivityFlushPeriod(0);
   live_.store(nullptr);
 }

@@ -127,7 +127,8 @@ void RuntimeSource::on_sync(const ins::SyncActivity& sync) {
 }
 
 void RuntimeSource::on_api_call(const ins::ApiCall& call) {
-  if (!activities_.contains(Activity::kRuntime)) return;
+  // The runtime reports only launch-type calls, so both activities record them.
+  if (!activities_.contains(Activity::kRuntime) && !activities_.contains(Activity::kLaunch)) return;
   Record r = make_record(RecordKind::kRuntimeApi);
   r.start_ns = call.start_ns;
   r.end_ns = call.end_ns;

@@ -17,11 +17,13 @@ TEST(ActivitySetTest, ParsesListsWithSpacesAndRoundTrips) {
   EXPECT_EQ(ActivitySet::parse(set.to_string()), set);
 }
 
-TEST(ActivitySetTest, DefaultLeavesDriverApiOutAndAllHasIt) {
+TEST(ActivitySetTest, DefaultTracesLaunchCallsOnlyAndAllHasFullApiTracing) {
   EXPECT_FALSE(ActivitySet::defaults().contains(Activity::kDriver));
+  EXPECT_FALSE(ActivitySet::defaults().contains(Activity::kRuntime));
+  EXPECT_TRUE(ActivitySet::defaults().contains(Activity::kLaunch));
   EXPECT_TRUE(ActivitySet::defaults().contains(Activity::kKernel));
   EXPECT_TRUE(ActivitySet::all().contains(Activity::kDriver));
-  EXPECT_EQ(ActivitySet::parse("default,driver"), ActivitySet::all());
+  EXPECT_EQ(ActivitySet::parse("default,driver,runtime"), ActivitySet::all());
 }
 
 TEST(ActivitySetTest, UnknownNameIsRejectedNamingIt) {

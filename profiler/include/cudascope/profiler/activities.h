@@ -12,11 +12,14 @@ enum class Activity : std::uint8_t {
   kMemcpy,
   kMemset,
   kSync,
-  kRuntime,   // every CUDA runtime API call (launch -> kernel flows need it)
+  kRuntime,   // every CUDA runtime API call ("full API tracing")
   kDriver,    // every CUDA driver API call
   kNvtx,
   kAllocator,
   kOverhead,
+  kLaunch,    // only the runtime calls that put work on a stream or wait for it (launches,
+              // copies, fills, synchronize): enough for launch -> kernel flows, at a
+              // fraction of full API tracing's cost
   kCount
 };
 
@@ -24,13 +27,14 @@ class ActivitySet {
  public:
   constexpr ActivitySet() = default;
 
-  // What a session records unless told otherwise: device activity, runtime API calls
-  // (for launch -> kernel flows), NVTX, allocator events and CUPTI overhead. Driver API
-  // tracing is off by default: it roughly doubles the host records of a launch-bound loop.
+  // What a session records unless told otherwise: device activity, the launch-type runtime
+  // calls (for launch -> kernel flows), NVTX, allocator events and CUPTI overhead. Full
+  // runtime and driver API tracing are off by default: on a launch-bound loop they add
+  // records and CUPTI callbacks for every call.
   static ActivitySet defaults();
   static ActivitySet all();
   // Parses a comma-separated list of names (kernel, memcpy, memset, sync, runtime, driver,
-  // nvtx, allocator, overhead, all, default). Throws std::invalid_argument naming the
+  // nvtx, allocator, overhead, launch, all, default). Throws std::invalid_argument naming the
   // offending entry and the valid names.
   static ActivitySet parse(std::string_view list);
 
