@@ -35,9 +35,10 @@ for i in 1 2 3 4 5; do
   $LOOP 20000 | seconds >> /tmp/plain
   $CLI run -o /tmp/l.json -- $LOOP 20000 2>/dev/null | seconds >> /tmp/default
   $CLI run -o /tmp/l.json --activities kernel -- $LOOP 20000 2>/dev/null | seconds >> /tmp/kernel
+  $CLI run -o /tmp/l.json --activities default,runtime -- $LOOP 20000 2>/dev/null | seconds >> /tmp/runtime
   $CLI run -o /tmp/l.json --activities all -- $LOOP 20000 2>/dev/null | seconds >> /tmp/all
 done
-for f in plain default kernel all; do echo "$f $(median < /tmp/$f)"; done | tee $OUT/launch_loop.txt
+for f in plain default kernel runtime all; do echo "$f $(median < /tmp/$f)"; done | tee $OUT/launch_loop.txt
 $CLI stats /tmp/l.json | grep -E "tiny|Dropped"
 
 echo "== PyTorch loop, 20000 x.add_(1) (seconds, 5 repetitions each)"
