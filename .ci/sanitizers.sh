@@ -9,7 +9,7 @@ jobs="${CUDASCOPE_JOBS:-2}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF
         -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF)
 targets=(runtime_test allocator_test allocator_property_test allocator_threads_test)
-export CUDASCOPE_BACKEND=sim
+export CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_MEMORY=128GiB  # room for the PyTorch replays' peaks
 
 run() {  # run NAME BUILD_DIR TEST...
   local dir="$1"; shift

@@ -5,13 +5,18 @@ torch.cuda.memory_stats(), key for key.
 
 Writes OUT/replay_<name>.jsonl.gz (a header line with "conf" and, where a memory fraction
 is set, "memory_limit" in bytes; then alloc/free/empty_cache/reset_peak ops) and
-OUT/replay_<name>.stats.json.gz (PyTorch's memory_stats() after the last op).
+OUT/replay_<name>.stats.json.gz (PyTorch's memory_stats() after the last op) and
+OUT/replay_<name>.segments.json.gz (the address cudaMalloc returned for each segment, in
+order: on the sim backend the replay breaks best-fit ties between equal-size blocks by
+these, as they broke on the GPU).
 
 Allocations go through torch.cuda.caching_allocator_alloc/delete on the current stream
 (index 0) and two side streams (1, 2). Each configuration runs in a fresh process because
 PyTorch reads PYTORCH_CUDA_ALLOC_CONF once.
 
 Run on a machine with a GPU:  python3 tests/data/make_replay.py --out tests/data
+For an existing sequence, only the segment addresses (its stats must come out the same):
+  python3 tests/data/make_replay.py --out tests/data --segments-of tests/data/replay_default_s1.jsonl.gz
 """
 import argparse
 import gzip
@@ -72,6 +77,8 @@ def run_child(path):
     streams = [torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.Stream()]
     if header.get("fraction") is not None:
         torch.cuda.set_per_process_memory_fraction(header["fraction"], 0)
+    # History without stacks: only to read back the segments' addresses.
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=4_000_000)
     ptrs = {}
     for op in ops:
         kind = op["op"]
@@ -87,7 +94,17 @@ def run_child(path):
             torch.cuda.empty_cache()
         elif kind == "reset_peak":
             torch.cuda.reset_peak_memory_stats()
-    print(json.dumps(dict(torch.cuda.memory_stats())))
+    stats = dict(torch.cuda.memory_stats())
+    trace = torch.cuda.memory._snapshot()["device_traces"][0]
+    segments = [e["addr"] for e in trace if e["action"] == "segment_alloc"]
+    print(json.dumps({"stats": stats, "segments": segments}))
+
+
+def child(path, conf):
+    env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=conf)
+    out = subprocess.run([sys.executable, __file__, "--child", path], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():
@@ -96,7 +113,20 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", nargs="*")
+    parser.add_argument("--segments-of", nargs="*", default=[])
     args = parser.parse_args()
+    for path in args.segments_of:
+        with gzip.open(path, "rt") as f:
+            conf = json.loads(f.readline()).get("conf", "")
+        result = child(path, conf)
+        name = os.path.basename(path)[: -len(".jsonl.gz")]
+        expected = json.load(gzip.open(path.replace(".jsonl.gz", ".stats.json.gz")))
+        same = expected == result["stats"]
+        with gzip.open(os.path.join(args.out, name + ".segments.json.gz"), "wt") as f:
+            json.dump(result["segments"], f)
+        print(name, "segments", len(result["segments"]), "stats reproduced:", same, flush=True)
+    if args.segments_of:
+        return
     import torch
     total = torch.cuda.mem_get_info(0)[1]
     for name, (conf, seed, fraction, profile) in SEQUENCES.items():
@@ -112,12 +142,12 @@ def main():
             f.write(json.dumps(header) + "\n")
             for op in make_ops(seed, profile):
                 f.write(json.dumps(op) + "\n")
-        env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=conf)
-        out = subprocess.run([sys.executable, __file__, "--child", path], env=env, check=True,
-                             capture_output=True, text=True).stdout
-        stats = json.loads(out.strip().splitlines()[-1])
+        result = child(path, conf)
+        stats = result["stats"]
         with gzip.open(os.path.join(args.out, f"replay_{name}.stats.json.gz"), "wt") as f:
             json.dump(dict(sorted(stats.items())), f, indent=1)
+        with gzip.open(os.path.join(args.out, f"replay_{name}.segments.json.gz"), "wt") as f:
+            json.dump(result["segments"], f)
         print(name, "reserved peak", stats["reserved_bytes.all.peak"], "ooms", stats["num_ooms"], flush=True)
 
 

@@ -32,9 +32,10 @@ inline std::map<std::string, std::int64_t> read_stats_json(const std::string& pa
 
 // Frees nothing but drops caches and counters so each test starts from a fresh allocator.
 inline void fresh_allocator(int device = 0) {
+  // Release under the configuration the segments were made with (oversize counts depend on it).
+  cuda::empty_cache();
   cuda::memory::set_allocator_settings("");
   cuda::detail::alloc::clear_memory_limit(device);
-  cuda::empty_cache();
   cuda::reset_accumulated_memory_stats(device);
   cuda::reset_peak_memory_stats(device);
 }

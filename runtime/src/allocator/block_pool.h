@@ -49,6 +49,10 @@ struct Block {
   Block* next = nullptr;
   int event_count = 0;
   std::int64_t gc_count_base = 0;
+  // Added to ptr when ordering blocks of equal size (best-fit ties go to the lower
+  // address). 0 except in replays on sim, where it maps the segment to the address the
+  // recording GPU gave it, so ties break as they did there.
+  std::uintptr_t order_delta = 0;
   std::vector<StreamUse> stream_uses;
   ExpandableSegment* expandable = nullptr;
   StreamStats* stream_stats = nullptr;
@@ -68,7 +72,7 @@ struct SizeKey {
 struct BySize {
   using is_transparent = void;
   static SizeKey key(const Block* b) noexcept {
-    return {b->stream, b->size, reinterpret_cast<std::uintptr_t>(b->ptr)};
+    return {b->stream, b->size, reinterpret_cast<std::uintptr_t>(b->ptr) + b->order_delta};
   }
   static bool less(const SizeKey& a, const SizeKey& b) noexcept {
     const auto sa = reinterpret_cast<std::uintptr_t>(a.stream), sb = reinterpret_cast<std::uintptr_t>(b.stream);
@@ -133,6 +137,7 @@ class BlockArena {
     b->event_count = 0;
     b->requested_size = 0;
     b->expandable = nullptr;
+    b->order_delta = 0;
     b->stream_uses.clear();
     if (b->context_when_allocated) b->context_when_allocated.reset();
     if (b->context_when_segment_allocated) b->context_when_segment_allocated.reset();

@@ -22,6 +22,16 @@ namespace {
 
 std::atomic<const AllocatorConfig*> current_config{nullptr};
 std::mutex config_mutex;
+// Every configuration ever in force: readers may still hold an older one, so none is freed
+// (they stay reachable here, which also keeps leak checkers quiet).
+std::vector<std::unique_ptr<AllocatorConfig>>& all_configs() {
+  static auto* configs = new std::vector<std::unique_ptr<AllocatorConfig>>();
+  return *configs;
+}
+const AllocatorConfig* keep(AllocatorConfig config) {
+  all_configs().push_back(std::make_unique<AllocatorConfig>(std::move(config)));
+  return all_configs().back().get();
+}
 
 const AllocatorConfig& default_config() {
   static const AllocatorConfig* defaults = new AllocatorConfig();
@@ -33,7 +43,7 @@ const AllocatorConfig& default_config() {
 void ensure_config() {
   if (current_config.load(std::memory_order_acquire) != nullptr) return;
   std::lock_guard lock(config_mutex);
-  if (current_config.load() == nullptr) current_config.store(new AllocatorConfig(AllocatorConfig::from_environment()));
+  if (current_config.load() == nullptr) current_config.store(keep(AllocatorConfig::from_environment()));
 }
 
 enum class Mode { kNative, kOther };
@@ -98,8 +108,7 @@ const AllocatorConfig& config() noexcept {
 void set_config(const AllocatorConfig& next) {
   ensure_config();
   std::lock_guard lock(config_mutex);
-  // Old configurations stay alive: another thread may be reading one.
-  current_config.store(new AllocatorConfig(next), std::memory_order_release);
+  current_config.store(keep(next), std::memory_order_release);
 }
 
 std::size_t live_allocations(int device) { return device_allocator(resolve_device(device)).live_allocations(); }
@@ -107,6 +116,10 @@ std::size_t live_allocations(int device) { return device_allocator(resolve_devic
 std::string check_invariants(int device) { return device_allocator(resolve_device(device)).check_invariants(); }
 
 void clear_memory_limit(int device) { device_allocator(resolve_device(device)).clear_memory_limit(); }
+
+void set_recorded_addresses(int device, std::vector<std::uintptr_t> addresses) {
+  device_allocator(resolve_device(device)).set_recorded_addresses(std::move(addresses));
+}
 
 void set_history(const HistorySettings& settings) {
   for (auto& d : process().devices) d->set_history(settings);

@@ -163,6 +163,9 @@ bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPt
   block->pool = p.pool;
   block->ptr = static_cast<char*>(ptr);
   block->stream_stats = p.stream_stats;
+  if (next_recorded_address_ < recorded_addresses_.size()) {
+    block->order_delta = recorded_addresses_[next_recorded_address_++] - reinterpret_cast<std::uintptr_t>(ptr);
+  }
   p.block = block;
   const int pool_index = p.pool->stat_index();
   stats_.segment.increase(pool_index, 1);
@@ -194,6 +197,7 @@ Block* DeviceAllocator::alloc_found_block(AllocParams& p, std::size_t orig_size,
     block->ptr = remaining->ptr;
     block->expandable = remaining->expandable;
     block->stream_stats = remaining->stream_stats;
+    block->order_delta = remaining->order_delta;
     block->prev = remaining->prev;
     if (block->prev) block->prev->next = block;
     block->next = remaining;
@@ -403,6 +407,12 @@ void DeviceAllocator::set_memory_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   allowed_memory_maximum_ = bytes;
   set_fraction_ = true;
+}
+
+void DeviceAllocator::set_recorded_addresses(std::vector<std::uintptr_t> addresses) {
+  std::lock_guard lock(mutex_);
+  recorded_addresses_ = std::move(addresses);
+  next_recorded_address_ = 0;
 }
 
 void DeviceAllocator::clear_memory_limit() {

@@ -57,6 +57,9 @@ class DeviceAllocator {
   void reset_peak();
   // Returns to the state of a new allocator (replays): drops the memory limit.
   void clear_memory_limit();
+  // Replays on sim: the addresses the recording GPU gave the next segments, in order, used
+  // only to break best-fit ties as they broke there (empty: real addresses).
+  void set_recorded_addresses(std::vector<std::uintptr_t> addresses);
   std::size_t live_allocations();
   std::size_t largest_free_block();
 
@@ -135,6 +138,8 @@ class DeviceAllocator {
   std::size_t allowed_memory_maximum_ = 0;
   bool set_fraction_ = false;
   std::vector<ExpandableSegment*> expandable_segments_;
+  std::vector<std::uintptr_t> recorded_addresses_;
+  std::size_t next_recorded_address_ = 0;
 
   std::atomic<int> record_when_{0};
   std::atomic<bool> cpp_stacks_{false};

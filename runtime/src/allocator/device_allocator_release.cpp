@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
 namespace cudascope::cuda::detail::alloc {
 
@@ -147,7 +148,12 @@ Block* DeviceAllocator::find_expandable_block(StreamHandle stream, std::int64_t 
   }
   const std::size_t page = pool->is_small ? kSmallBuffer : kLargeBuffer;
   const std::size_t total = backend_.properties(device_).total_memory;
-  auto* segment = new ExpandableSegment(backend_, device_, stream, total + total / 8, page);
+  // Address space for 1 1/8 of the device, as PyTorch. The sim device's whole address range
+  // is 4x its capacity, shared by every reservation: there each segment takes a quarter of
+  // that, still far more than any block, so best fit decides as on a GPU.
+  std::size_t address_space = total + total / 8;
+  if (std::string_view(backend_.name()) == "sim") address_space /= 4;
+  auto* segment = new ExpandableSegment(backend_, device_, stream, address_space, page);
   expandable_segments_.push_back(segment);
   Block* candidate = arena_.make();
   candidate->device = device_;
@@ -180,6 +186,7 @@ bool DeviceAllocator::map_block(Block* to_map, std::size_t size, const ContextPt
     remaining->mapped = false;
     remaining->expandable = to_map->expandable;
     remaining->stream_stats = to_map->stream_stats;
+    remaining->order_delta = to_map->order_delta;
     remaining->prev = to_map;
     remaining->next = to_map->next;
     if (to_map->next) to_map->next->prev = remaining;
@@ -231,6 +238,7 @@ void DeviceAllocator::unmap_block(Block* block, const ContextPtr& ctx) {
     b->ptr = ptr;
     b->expandable = block->expandable;
     b->stream_stats = block->stream_stats;
+    b->order_delta = block->order_delta;
     return b;
   };
   if (before > 0) {

@@ -10,6 +10,7 @@
 #include <cudascope/cuda/memory.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
@@ -120,9 +121,10 @@ std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& 
   };
   std::map<std::string, std::int64_t> result;
   try {
-    detail::alloc::set_config(AllocatorConfig::parse(header.has("conf") ? header.text("conf") : "", name + " conf"));
-    // A fresh allocator: nothing cached, counters at zero.
+    // A fresh allocator: nothing cached (released under the configuration that cached it,
+    // since oversize counts depend on max_split_size), counters at zero.
     empty_cache();
+    detail::alloc::set_config(AllocatorConfig::parse(header.has("conf") ? header.text("conf") : "", name + " conf"));
     reset_accumulated_memory_stats(device);
     reset_peak_memory_stats(device);
     if (header.has("memory_limit")) set_per_process_memory_limit(static_cast<std::size_t>(header.number("memory_limit")), device);
@@ -170,7 +172,30 @@ std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& 
 
 std::map<std::string, std::int64_t> replay_file(const std::string& path) {
   std::istringstream in(detail::alloc::read_file_maybe_gz(path));
-  return replay(in, path);
+  const std::string suffix = ".jsonl.gz";
+  const std::string sidecar = detail::alloc::ends_with(path, suffix)
+                                  ? path.substr(0, path.size() - suffix.size()) + ".segments.json.gz"
+                                  : std::string();
+  const int device = current_device();
+  if (!sidecar.empty() && backend_name() == "sim" && std::ifstream(sidecar).good()) {
+    // [address, address, ...]
+    std::vector<std::uintptr_t> addresses;
+    const std::string text = detail::alloc::read_file_maybe_gz(sidecar);
+    for (std::size_t i = text.find_first_of("0123456789"); i != std::string::npos;) {
+      std::size_t end = text.find_first_not_of("0123456789", i);
+      addresses.push_back(std::stoull(text.substr(i, end - i)));
+      i = end == std::string::npos ? end : text.find_first_of("0123456789", end);
+    }
+    detail::alloc::set_recorded_addresses(device, std::move(addresses));
+  }
+  try {
+    auto stats = replay(in, path);
+    detail::alloc::set_recorded_addresses(device, {});
+    return stats;
+  } catch (...) {
+    detail::alloc::set_recorded_addresses(device, {});
+    throw;
+  }
 }
 
 }  // namespace cudascope::cuda::memory

@@ -190,7 +190,10 @@ std::string snapshot_to_pickle(const Snapshot& snapshot);
 // device, which must have no live allocations; afterwards frees what is left, restores the
 // configuration and resets the statistics. Returns memory_stats() as it was at the end.
 std::map<std::string, std::int64_t> replay(std::istream& ops, const std::string& name = "replay");
-// replay() of a file, gzip-compressed when its name ends in ".gz".
+// replay() of a file, gzip-compressed when its name ends in ".gz". On the sim backend, when
+// NAME.segments.json.gz sits beside NAME.jsonl.gz (the addresses cudaMalloc returned for each
+// segment while recording, in order), best-fit ties between equal-size blocks break by those
+// addresses, as they did on the recording GPU; the real device needs no such help.
 std::map<std::string, std::int64_t> replay_file(const std::string& path);
 
 }  // namespace memory
