@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -35,11 +36,20 @@ void run_demo(const DemoOptions& options) {
     cuda::StreamGuard on_compute(compute);
     cuda::nvtx::Range demo_range("demo");
     start.record();
+    std::vector<void*> activations;  // memory through the caching allocator, as a training step's
     for (int i = 0; i < options.iterations; ++i) {
       cuda::nvtx::Range step("step " + std::to_string(i));
+      for (std::size_t size : {std::size_t{4} << 10, std::size_t{3} << 20, std::size_t{24} << 20}) {
+        activations.push_back(cuda::caching_allocator_alloc(size + static_cast<std::size_t>(i) * 512, 0, compute));
+      }
       cuda::busy_wait(std::chrono::nanoseconds(static_cast<long>(options.kernel_ms * 1e6)), compute);
       if (i % 4 == 0) cuda::busy_wait(std::chrono::nanoseconds(static_cast<long>(options.kernel_ms * 5e5)), copy);
+      if (activations.size() > 6) {  // keep two steps alive
+        for (int k = 0; k < 3; ++k) cuda::caching_allocator_delete(activations[static_cast<std::size_t>(k)]);
+        activations.erase(activations.begin(), activations.begin() + 3);
+      }
     }
+    for (void* p : activations) cuda::caching_allocator_delete(p);
     compute.wait_stream(copy);
     end.record();
   }
@@ -49,6 +59,7 @@ void run_demo(const DemoOptions& options) {
   std::printf("ran %d steps of %.1f ms on two streams in %.2f ms; device memory free %.1f of %.1f GiB\n",
               options.iterations, options.kernel_ms, elapsed, static_cast<double>(free_bytes) / (1ULL << 30),
               static_cast<double>(total_bytes) / (1ULL << 30));
+  std::fputs(cuda::memory_summary(0, /*abbreviated=*/true).c_str(), stdout);
 }
 
 }  // namespace
