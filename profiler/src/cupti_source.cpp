@@ -56,6 +56,7 @@ bool optional_kind(CUpti_ActivityKind kind) {
 }
 
 constexpr std::size_t kAlignment = 8;
+constexpr std::size_t kPooledBuffers = 4;
 
 // The runtime calls the "launch" activity records: those that put work on a stream or wait
 // for it, found by name among CUPTI's runtime callbacks.
@@ -87,6 +88,7 @@ CuptiSource::~CuptiSource() {
     stop();
   } catch (...) {
   }
+  for (std::uint8_t* buffer : free_buffers_) std::free(buffer);
 }
 
 void CuptiSource::start() {
@@ -137,9 +139,18 @@ void CuptiSource::stop() {
 
 void CuptiSource::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   const std::size_t bytes = (options_.cupti_buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
+  *max_records = 0;  // as many as fit
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (!free_buffers_.empty()) {
+      *buffer = free_buffers_.back();
+      free_buffers_.pop_back();
+      *size = bytes;
+      return;
+    }
+  }
   *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kAlignment, bytes));
   *size = *buffer == nullptr ? 0 : bytes;
-  *max_records = 0;  // as many as fit
 }
 
 void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t,
@@ -155,6 +166,13 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
   std::size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(static_cast<CUcontext>(context), stream_id, &dropped) == CUPTI_SUCCESS) {
     dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (free_buffers_.size() < kPooledBuffers) {
+      free_buffers_.push_back(buffer);
+      return;
+    }
   }
   std::free(buffer);
 }

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace cudascope::profiler::detail {
 
@@ -45,6 +46,10 @@ class CuptiSource : public DeviceSource {
   const SessionOptions options_;
   std::mutex decode_mutex_;
   CuptiDecoder decoder_;
+  // Completed buffers are kept for reuse: CUPTI writes records into them on the launching
+  // thread, and a recycled buffer's pages are already mapped.
+  std::mutex pool_mutex_;
+  std::vector<std::uint8_t*> free_buffers_;
   std::atomic<std::uint64_t> dropped_{0};
   bool started_ = false;
 };
