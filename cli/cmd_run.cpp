@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +100,7 @@ int run_traced(const RunOptions& options) {
   std::thread reader([&] {
     std::string pending;
     char chunk[256];
+    auto last_line = std::chrono::steady_clock::now();
     while (!done.load()) {
       pollfd fd{progress[0], POLLIN, 0};
       if (poll(&fd, 1, 200) <= 0) continue;
@@ -110,7 +112,14 @@ int run_traced(const RunOptions& options) {
         if (std::sscanf(pending.c_str(), "%llu %llu", &e, &d) == 2) {
           events = e;
           dropped = d;
-          if (tty) std::fprintf(stderr, "\rcudascope: recording, %llu events, %llu dropped ", e, d);
+          // A terminal gets one updating line; a log gets a line every 10 s.
+          const auto now = std::chrono::steady_clock::now();
+          if (tty) {
+            std::fprintf(stderr, "\rcudascope: recording, %llu events, %llu dropped ", e, d);
+          } else if (now - last_line >= std::chrono::seconds(10)) {
+            std::fprintf(stderr, "cudascope: recording, %llu events, %llu dropped\n", e, d);
+            last_line = now;
+          }
         }
       }
     }

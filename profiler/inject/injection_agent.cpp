@@ -2,6 +2,7 @@
 
 #include <cudascope/exporters/chrome_trace_writer.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -66,6 +67,10 @@ InjectionAgent& InjectionAgent::instance() {
 
 void InjectionAgent::install_exit_handlers() noexcept {
   std::atexit([] { InjectionAgent::instance().finish(); });
+  pthread_atfork(nullptr, nullptr, [] {
+    InjectionAgent::instance().forked_child_.store(true);
+    profiler::Session::detach_after_fork();
+  });
   if (pipe(signal_pipe) != 0) return;
   bool any = false;
   for (int s : {SIGINT, SIGTERM}) {
@@ -171,6 +176,7 @@ void InjectionAgent::attach_cupti() noexcept {
 }
 
 void InjectionAgent::finish() noexcept {
+  if (forked_child_.load()) return;
   std::lock_guard lock(mutex_);
   if (finished_) return;
   finished_ = true;

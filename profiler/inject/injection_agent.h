@@ -17,6 +17,7 @@
 
 #include <cudascope/profiler/session.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,6 +43,9 @@ class InjectionAgent {
   void install_exit_handlers() noexcept;
 
   std::mutex mutex_;
+  // Set in a child forked while recording: its copy of the session has no writer thread
+  // and must not touch the parent's trace, so the child records nothing and finishes nothing.
+  std::atomic<bool> forked_child_{false};
   bool configured_ = false;
   bool finished_ = false;
   bool cupti_wanted_ = false;

@@ -125,6 +125,12 @@ Session::~Session() {
 
 Session* Session::current() noexcept { return current_session.load(); }
 
+void Session::detach_after_fork() noexcept {
+  detail::nvtx_recording_flag.store(false);
+  cuda::instrumentation::set_observer(nullptr);
+  current_session.store(nullptr);
+}
+
 bool Session::recording() const noexcept { return impl_ && impl_->running; }
 
 void Session::start(std::unique_ptr<TraceSink> sink) {

@@ -200,3 +200,27 @@ TEST(TraceEndToEndTest, CudascopeRunClosesTheTraceOfAChildKilledBySignal) {
   EXPECT_GT(count_kernels(read.trace), 0) << "3000 steps outlast several periodic flushes";
   std::filesystem::remove(trace);
 }
+
+TEST(TraceEndToEndTest, DelayAndDurationRecordAWindowOfTheRunAndCloseTheTraceAtItsEnd) {
+  const std::string trace = temp_path("window_trace.json");
+  auto [code, output] = finish(spawn({CUDASCOPE_CLI, "run", "--delay", "0.1", "--duration", "0.2", "-o", trace, "--",
+                                      self_path(), "--endless", "6000"},
+                                     {{"CUDASCOPE_BACKEND", "sim"}}));
+  EXPECT_EQ(code, 128 + SIGKILL);
+  const auto read = exporters::read_trace(trace);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.trace.complete) << "the window ended before the program was killed";
+  std::int64_t first = INT64_MAX, last = 0;
+  int kernels = 0;
+  for (const auto& e : read.trace.events) {
+    if (e.ph != "X" || e.cat != "kernel") continue;
+    ++kernels;
+    first = std::min(first, e.ts_ns);
+    last = std::max(last, e.ts_ns);
+  }
+  EXPECT_GT(kernels, 0);
+  EXPECT_LT(kernels, 6000) << "only the window is recorded";
+  EXPECT_LE(last - first, 250000000) << "kernels span at most the 0.2 s window";
+  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  std::filesystem::remove(trace);
+}

@@ -75,6 +75,9 @@ class Session {
   const SessionOptions& options() const noexcept { return options_; }
   // The session recording now, or nullptr.
   static Session* current() noexcept;
+  // In a child forked while a session records: stops the child's hooks feeding the copy of
+  // the session (which has no writer thread); the parent's recording goes on. Async-signal-safe.
+  static void detach_after_fork() noexcept;
 
  private:
   class Impl;
