@@ -6,6 +6,9 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <chrono>
+#include <thread>
+
 static void BM_NvtxPushPop(benchmark::State& state) {
   for (auto _ : state) {
     nvtxRangePushA("step");
@@ -21,5 +24,25 @@ static void BM_NvtxPushPopLongMessage(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_NvtxPushPopLongMessage)->Iterations(40000)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// At a rate the writer thread keeps up with (bursts of 10,000 pairs, then 20 ms untimed for
+// the writer to drain them), so chunks are recycled rather than touched for the first time.
+// Reported per pair.
+static void BM_NvtxPushPopSteady(benchmark::State& state) {
+  constexpr int kBurst = 10000;
+  for (auto _ : state) {
+    for (int i = 0; i < kBurst; ++i) {
+      nvtxRangePushA("step");
+      nvtxRangePop();
+    }
+    state.PauseTiming();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * kBurst);
+  state.counters["ns_per_pair"] = benchmark::Counter(static_cast<double>(state.iterations() * kBurst),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_NvtxPushPopSteady)->Iterations(50)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime();
 
 BENCHMARK_MAIN();
