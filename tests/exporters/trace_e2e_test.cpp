@@ -6,6 +6,7 @@
 #include <cudascope/exporters/trace_reader.h>
 #include <cudascope/exporters/trace_stats.h>
 
+#include <nvtx3/nvToolsExt.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +52,32 @@ int endless(int argc, char** argv) {
   }
 }
 
+// The NVTX API beyond push/pop, as libraries use it: domains, attributes, registered
+// strings, process-wide ranges, marks, thread names.
+int nvtx_api(int, char**) {
+  nvtxDomainHandle_t domain = nvtxDomainCreateA("training");
+  nvtxEventAttributes_t attributes{};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.colorType = NVTX_COLOR_ARGB;
+  attributes.color = 0xff112233;
+  attributes.category = 7;
+  attributes.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+  attributes.payload.llValue = -42;
+  attributes.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  attributes.message.registered = nvtxDomainRegisterStringA(domain, "forward");
+  nvtxDomainRangePushEx(domain, &attributes);
+  const nvtxRangeId_t load = nvtxRangeStartA("data loading");
+  nvtxMarkA("checkpoint");
+  nvtxRangeEnd(load);
+  nvtxDomainRangePop(domain);
+  nvtxNameOsThreadA(static_cast<std::uint32_t>(gettid()), "trainer");
+  nvtxRangePushA("after naming");
+  nvtxRangePop();
+  return 0;
+}
+
+const cudascope::testing::ChildModeRegistrar nvtx_mode("--nvtx-api", &nvtx_api);
 const cudascope::testing::ChildModeRegistrar workload_mode("--workload", &workload);
 const cudascope::testing::ChildModeRegistrar endless_mode("--endless", &endless);
 
@@ -222,5 +249,70 @@ TEST(TraceEndToEndTest, DelayAndDurationRecordAWindowOfTheRunAndCloseTheTraceAtI
   EXPECT_LT(kernels, 6000) << "only the window is recorded";
   EXPECT_LE(last - first, 250000000) << "kernels span at most the 0.2 s window";
   EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  std::filesystem::remove(trace);
+}
+
+TEST(TraceEndToEndTest, CudascopeTraceAloneRecordsAProgramUsingTheRuntimeFromInitToExit) {
+  const std::string trace = temp_path("env_trace.json");
+  auto [code, output] = finish(spawn({self_path(), "--workload"}, {{"CUDASCOPE_BACKEND", "sim"}, {"CUDASCOPE_TRACE", trace}}));
+  EXPECT_EQ(code, 3);
+  const auto read = exporters::read_trace(trace);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.trace.complete) << "closed at exit";
+  EXPECT_EQ(count_kernels(read.trace), kSteps);
+  EXPECT_EQ(exporters::compute_stats(read.trace).ranges.size(), static_cast<std::size_t>(kSteps));
+  std::filesystem::remove(trace);
+}
+
+TEST(TraceEndToEndTest, SigtermFinishesTheTraceBeforeTheProgramEnds) {
+  const std::string trace = temp_path("sigterm_trace.json");
+  Child child = spawn({self_path(), "--endless"}, {{"CUDASCOPE_BACKEND", "sim"}, {"CUDASCOPE_TRACE", trace}});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream in(trace);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().find("\"cat\":\"kernel\"") != std::string::npos) break;
+  }
+  kill(child.pid, SIGTERM);
+  const auto [code, output] = finish(child);
+  EXPECT_EQ(code, 128 + SIGTERM) << "the signal still ends the program";
+  const auto read = exporters::read_trace(trace);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.trace.complete) << "the trace was finished before the default action ran";
+  EXPECT_FALSE(read.trace.repaired);
+  EXPECT_GT(count_kernels(read.trace), 0);
+  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  std::filesystem::remove(trace);
+}
+
+TEST(TraceEndToEndTest, NvtxInjectionRecordsDomainsColoursPayloadsStartEndRangesMarksAndThreadNames) {
+  const std::string trace = temp_path("nvtx_trace.json");
+  auto [code, output] = finish(spawn({self_path(), "--nvtx-api"}, {{"CUDASCOPE_BACKEND", "sim"},
+                                                                  {"NVTX_INJECTION64_PATH", CUDASCOPE_INJECT_LIBRARY_PATH},
+                                                                  {"CUDASCOPE_TRACE", trace}}));
+  ASSERT_EQ(code, 0);
+  const auto read = exporters::read_trace(trace);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  std::map<std::string, const exporters::TraceEvent*> by_ph_name;
+  for (const auto& e : read.trace.events) by_ph_name[e.ph + ":" + e.name] = &e;
+  ASSERT_TRUE(by_ph_name.count("B:forward"));
+  const std::string& args = by_ph_name["B:forward"]->args_json;
+  EXPECT_NE(args.find("\"domain\":\"training\""), std::string::npos) << args;
+  EXPECT_NE(args.find("\"category\":7"), std::string::npos) << args;
+  EXPECT_NE(args.find("\"color\":\"#112233\""), std::string::npos) << args;
+  EXPECT_NE(args.find("\"payload\":-42"), std::string::npos) << args;
+  ASSERT_TRUE(by_ph_name.count("b:data loading"));
+  ASSERT_TRUE(by_ph_name.count("e:data loading"));
+  EXPECT_EQ(by_ph_name["b:data loading"]->id, by_ph_name["e:data loading"]->id);
+  EXPECT_TRUE(by_ph_name.count("i:checkpoint"));
+  EXPECT_TRUE(by_ph_name.count("E:forward"));
+  bool named = false;
+  for (const auto& e : read.trace.events) {
+    named |= e.ph == "M" && e.name == "thread_name" && e.args_json.find("trainer") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << "nvtxNameOsThreadA names the thread's track";
   std::filesystem::remove(trace);
 }
