@@ -13,7 +13,10 @@
 // every flush_interval and streams them to the sink.
 //
 // Thread-safety: one Session records at a time in a process (start() throws otherwise).
-// start/stop/export_to from one controlling thread; stats() from any thread.
+// start/stop/export_to from one controlling thread; stats() from any thread. After stop(),
+// a source thread that was already inside a report finishes it into the record buffers;
+// such stragglers are discarded when the next session starts. Destroy a Session only once
+// the work it recorded has finished (the runtime observer it installed lives in it).
 
 #include <cudascope/profiler/activities.h>
 #include <cudascope/profiler/trace_sink.h>
