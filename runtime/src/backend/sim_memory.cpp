@@ -20,11 +20,27 @@ constexpr std::uintptr_t kVmOffset = kDeviceSpan / 2;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
+// ThreadSanitizer reserves the fixed addresses for its shadow memory: take any address there.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kFixedAddresses = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kFixedAddresses = false;
+#else
+constexpr bool kFixedAddresses = true;
+#endif
+#else
+constexpr bool kFixedAddresses = true;
+#endif
+
 std::uintptr_t map_range(std::uintptr_t hint, std::size_t size, int protection) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  if (!kFixedAddresses) hint = 0;
 #ifdef MAP_FIXED_NOREPLACE
-  void* at = mmap(reinterpret_cast<void*>(hint), size, protection, flags | MAP_FIXED_NOREPLACE, -1, 0);
-  if (at != MAP_FAILED) return reinterpret_cast<std::uintptr_t>(at);
+  if (hint != 0) {
+    void* at = mmap(reinterpret_cast<void*>(hint), size, protection, flags | MAP_FIXED_NOREPLACE, -1, 0);
+    if (at != MAP_FAILED) return reinterpret_cast<std::uintptr_t>(at);
+  }
 #endif
   void* anywhere = mmap(reinterpret_cast<void*>(hint), size, protection, flags, -1, 0);
   if (anywhere == MAP_FAILED) {
