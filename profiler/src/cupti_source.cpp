@@ -7,6 +7,7 @@
 #include <cupti.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -58,6 +59,14 @@ bool optional_kind(CUpti_ActivityKind kind) {
 constexpr std::size_t kAlignment = 8;
 constexpr std::size_t kPooledBuffers = 4;
 
+// Allocates an activity buffer and touches every page, so CUPTI never takes a page fault
+// while it writes records (it may do so on the launching thread).
+std::uint8_t* new_buffer(std::size_t bytes) {
+  auto* buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kAlignment, bytes));
+  if (buffer != nullptr) std::memset(buffer, 0, bytes);
+  return buffer;
+}
+
 // The runtime calls the "launch" activity records: those that put work on a stream or wait
 // for it, found by name among CUPTI's runtime callbacks.
 const std::vector<CUpti_CallbackId>& launch_callbacks() {
@@ -95,6 +104,16 @@ void CuptiSource::start() {
   CuptiSource* expected = nullptr;
   if (!live_.compare_exchange_strong(expected, this)) throw std::logic_error("a CUPTI source is already running");
   try {
+    {
+      // Ready before the first request: a request never allocates or faults pages.
+      const std::size_t bytes = (options_.cupti_buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
+      std::lock_guard lock(pool_mutex_);
+      while (free_buffers_.size() < kPooledBuffers) {
+        std::uint8_t* buffer = new_buffer(bytes);
+        if (buffer == nullptr) break;
+        free_buffers_.push_back(buffer);
+      }
+    }
     CUDASCOPE_CUPTI_CALL(cuptiActivityRegisterTimestampCallback(&cupti_timestamp));
     // API records then name threads by their OS id, as NVTX and the runtime do.
     CUDASCOPE_CUPTI_CALL(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
@@ -149,7 +168,7 @@ void CuptiSource::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, 
       return;
     }
   }
-  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kAlignment, bytes));
+  *buffer = new_buffer(bytes);
   *size = *buffer == nullptr ? 0 : bytes;
 }
 

@@ -128,6 +128,7 @@ Session* Session::current() noexcept { return current_session.load(); }
 void Session::detach_after_fork() noexcept {
   detail::nvtx_recording_flag.store(false);
   cuda::instrumentation::set_observer(nullptr);
+  RecordBuffers::process().forget_refiller_after_fork();
   current_session.store(nullptr);
 }
 
@@ -155,6 +156,7 @@ void Session::start(std::unique_ptr<TraceSink> sink) {
     buffers.set_memory_limit(options_.max_buffer_bytes);
     buffers.discard();  // records left over from an earlier session
     buffers.reserve(std::min<std::size_t>(options_.max_buffer_bytes, 64u << 20));
+    buffers.start_refiller(options_.flush_interval);
     s.dropped_baseline = buffers.dropped();
 
     TraceInfo info;
@@ -175,6 +177,7 @@ void Session::start(std::unique_ptr<TraceSink> sink) {
   } catch (...) {
     detail::nvtx_recording_flag.store(false);
     cuda::instrumentation::set_observer(nullptr);
+    RecordBuffers::process().stop_refiller();
     impl_.reset();
     current_session.store(nullptr);
     throw;
@@ -211,6 +214,7 @@ void Session::stop() {
   s.wake.notify_all();
   if (s.writer.joinable()) s.writer.join();
   s.drain_and_flush();
+  RecordBuffers::process().stop_refiller();
   TraceSummary summary;
   const SessionStats stats = s.stats();
   summary.records = stats.records;

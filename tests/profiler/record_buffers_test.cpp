@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -84,4 +85,37 @@ TEST(RecordBuffersTest, RecordsOfAThreadThatEndedAreStillDrained) {
   }).join();
   EXPECT_EQ(buffers.drain([](const Record*, std::size_t) {}), 5u);
   EXPECT_EQ(buffers.drain([](const Record*, std::size_t) {}), 0u);
+}
+
+TEST(RecordBuffersTest, SteadyStateReusesDrainedChunksWithoutGrowing) {
+  RecordBuffers buffers;
+  buffers.reserve(8 * RecordBuffers::kChunkBytes);
+  const std::size_t held = buffers.bytes_held();
+  for (int round = 0; round < 50; ++round) {
+    for (std::uint64_t n = 0; n < 4 * RecordBuffers::kChunkRecords; ++n) ASSERT_TRUE(buffers.emit(numbered(n)));
+    EXPECT_EQ(buffers.drain([](const Record*, std::size_t) {}), 4 * RecordBuffers::kChunkRecords);
+  }
+  EXPECT_EQ(buffers.bytes_held(), held) << "drained chunks come back; none are made in the steady state";
+  EXPECT_EQ(buffers.dropped(), 0u);
+}
+
+TEST(RecordBuffersTest, RefillerKeepsTheReserveAheadOfABurstWithinTheLimit) {
+  RecordBuffers buffers;
+  buffers.set_memory_limit(200 * RecordBuffers::kChunkBytes);
+  buffers.reserve(64 * RecordBuffers::kChunkBytes);
+  buffers.start_refiller(std::chrono::milliseconds(5));
+  // A burst of 150 chunks with no drain: beyond the reserve, within the limit.
+  for (std::uint64_t n = 0; n < 150 * RecordBuffers::kChunkRecords; ++n) ASSERT_TRUE(buffers.emit(numbered(n)));
+  EXPECT_LE(buffers.bytes_held(), buffers.memory_limit());
+  // Past the limit every record is dropped and counted, none silently.
+  std::uint64_t accepted = 150 * RecordBuffers::kChunkRecords;
+  std::uint64_t refused = 0;
+  for (std::uint64_t n = 0; n < 100 * RecordBuffers::kChunkRecords; ++n) (buffers.emit(numbered(n)) ? accepted : refused) += 1;
+  buffers.stop_refiller();
+  EXPECT_LE(buffers.bytes_held(), buffers.memory_limit());
+  EXPECT_EQ(buffers.dropped(), refused);
+  EXPECT_GT(refused, 0u);
+  EXPECT_EQ(buffers.drain([](const Record*, std::size_t) {}), accepted);
+  // After the drain the pool gives back what it holds beyond its reserve.
+  EXPECT_LE(buffers.free_chunks(), 64u + 3 * 21u);  // the reserve, plus partly used slabs
 }

@@ -7,16 +7,28 @@
 // Memory is bounded: when every allowed chunk is in use the record is dropped and counted,
 // never lost silently.
 //
+// Page faults, not stores, are what a producer pays for on fresh memory (a 4 KiB fault per
+// 40 records). So a producer never touches a page first: chunks are carved from 2 MiB slabs
+// (transparent huge pages where the system allows) that are touched when made; a drained
+// chunk goes back to the thread that filled it (its spare, taken without a lock) or to the
+// shared pool; and while a refiller runs (start_refiller), a producer that takes the pool
+// below half its reserve wakes it to make more slabs ahead of demand, up to the limit.
+//
 // Thread-safety: emit() from any thread; drain()/discard() from one consumer thread at a
-// time. The process-wide instance is never destroyed, so threads may emit until exit.
+// time; reserve/start_refiller/stop_refiller from one controlling thread. The process-wide
+// instance is never destroyed, so threads may emit until exit.
 
 #include <cudascope/profiler/record.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace cudascope::profiler {
@@ -49,6 +61,16 @@ class RecordBuffers {
   // Allocates (and touches) chunks up to `bytes` into the free pool and keeps that many
   // there, so producers take ready pages instead of faulting fresh ones on the hot path.
   void reserve(std::size_t bytes);
+  // A thread that tops the pool up to its reserve whenever producers take it below half
+  // (and at least every `period`), so bursts beyond the reserve still find touched chunks.
+  // stop_refiller joins it. Idempotent.
+  void start_refiller(std::chrono::milliseconds period = std::chrono::milliseconds(200));
+  void stop_refiller();
+  // In a child forked while the refiller ran: the thread is the parent's; stop waiting for
+  // it (producers then make their own slabs). Async-signal-safe.
+  void forget_refiller_after_fork() noexcept;
+  // Chunks in the free pool now (for tests and stats).
+  std::size_t free_chunks() const;
   // The most memory the chunks may take; at least two chunks.
   void set_memory_limit(std::size_t bytes) noexcept;
   std::size_t memory_limit() const noexcept { return limit_chunks_.load() * kChunkBytes; }
@@ -62,6 +84,9 @@ class RecordBuffers {
     Record records[kChunkRecords];
   };
   struct ThreadBuffer {
+    // A drained chunk the consumer handed back to this thread: the producer takes it with
+    // one exchange, and its pages are still warm in this thread's caches.
+    std::atomic<Chunk*> spare{nullptr};
     Chunk* tail = nullptr;      // producer's chunk
     Chunk* head = nullptr;      // consumer's chunk
     std::uint32_t consumed = 0;  // consumer's position in head
@@ -74,15 +99,31 @@ class RecordBuffers {
   Chunk* take_chunk() noexcept;
   void recycle(Chunk* chunk) noexcept;
   Chunk* grow(ThreadBuffer& buffer) noexcept;
+  // Maps and touches one slab of up to `wanted` chunks (fewer near the limit) and puts all
+  // but the first into the pool; returns the first, or nullptr at the limit.
+  Chunk* make_slab(std::size_t wanted) noexcept;
+  void push_free_locked(Chunk* chunk) noexcept;
+  Chunk* pop_free_locked() noexcept;
+  // Returns slabs whose chunks are all free while the pool holds more than its reserve.
+  void trim();
+  void refill();
+  void refiller_loop(std::chrono::milliseconds period);
 
   std::mutex threads_mutex_;
   std::vector<ThreadBuffer*> threads_;
-  std::mutex pool_mutex_;
+  mutable std::mutex pool_mutex_;
   std::vector<Chunk*> free_chunks_;
+  std::vector<void*> slabs_;  // every mapped slab (under pool_mutex_)
+  std::mutex refill_mutex_;
+  std::condition_variable refill_wake_;
+  bool refill_requested_ = false;  // under refill_mutex_
+  bool refiller_stopping_ = false;  // under refill_mutex_
+  std::atomic<bool> refiller_running_{false};
+  std::unique_ptr<std::thread> refiller_;
   std::atomic<std::size_t> chunks_allocated_{0};
   std::atomic<std::size_t> limit_chunks_{(256u << 20) / kChunkBytes};
   std::atomic<std::uint64_t> dropped_{0};
-  std::size_t keep_free_ = 64;  // chunks the pool keeps rather than frees (under pool_mutex_)
+  std::atomic<std::size_t> keep_free_{64};  // chunks the pool keeps rather than frees
   const std::uint64_t id_;  // tells this instance's per-thread cache from another's
 };
 
