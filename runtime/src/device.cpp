@@ -23,6 +23,9 @@ std::atomic<bool> in_bad_fork{false};
 std::once_flag init_once;
 std::atomic<int> sync_debug_mode{0};
 thread_local int current_device_of_thread = 0;
+// device_count() once the backend is initialised (0 before): resolve_device's common case
+// is then one compare, without calling the backend.
+std::atomic<int> known_device_count{0};
 
 void mark_bad_fork() {
   if (initialized.load()) in_bad_fork.store(true);
@@ -58,6 +61,9 @@ Backend& lazy_backend() {
 }
 
 int resolve_device(int device) {
+  const int known = known_device_count.load(std::memory_order_acquire);
+  const int current = device < 0 ? current_device_of_thread : device;
+  if (current < known && !in_bad_fork.load(std::memory_order_relaxed)) [[likely]] return current;
   Backend& b = lazy_backend();
   int index = device < 0 ? current_device_of_thread : device;
   const int count = b.device_count();
@@ -70,6 +76,7 @@ int resolve_device(int device) {
                 "device index " + std::to_string(index) + " is out of range (device_count() = " +
                     std::to_string(count) + ")");
   }
+  known_device_count.store(count, std::memory_order_release);
   return index;
 }
 

@@ -27,6 +27,7 @@ constexpr std::size_t kRoundLarge = 2 << 20;      // rounded to 2 MiB
 
 class ExpandableSegment;
 struct BlockPool;
+struct Block;
 
 struct StreamUse {
   StreamHandle handle;
@@ -34,6 +35,42 @@ struct StreamUse {
   int device;
   friend bool operator==(const StreamUse& a, const StreamUse& b) { return a.handle == b.handle && a.device == b.device; }
 };
+
+// Search key: (stream, size, address), compared as PyTorch's BlockComparatorSize.
+struct SizeKey {
+  StreamHandle stream;
+  std::size_t size;
+  std::uintptr_t ptr;
+};
+
+struct BySize {
+  using is_transparent = void;
+  static SizeKey key(const Block* b) noexcept;
+  static bool less(const SizeKey& a, const SizeKey& b) noexcept {
+    const auto sa = reinterpret_cast<std::uintptr_t>(a.stream), sb = reinterpret_cast<std::uintptr_t>(b.stream);
+    if (sa != sb) return sa < sb;
+    if (a.size != b.size) return a.size < b.size;
+    return a.ptr < b.ptr;
+  }
+  bool operator()(const Block* a, const Block* b) const noexcept { return less(key(a), key(b)); }
+  bool operator()(const Block* a, const SizeKey& b) const noexcept { return less(key(a), b); }
+  bool operator()(const SizeKey& a, const Block* b) const noexcept { return less(a, key(b)); }
+};
+
+// (stream, address), as PyTorch's BlockComparatorAddress (unmapped stretches).
+struct ByAddress {
+  using is_transparent = void;
+  static std::pair<std::uintptr_t, std::uintptr_t> key(const Block* b) noexcept;
+  bool operator()(const Block* a, const Block* b) const noexcept { return key(a) < key(b); }
+  bool operator()(const Block* a, const SizeKey& b) const noexcept {
+    return key(a) < std::pair{reinterpret_cast<std::uintptr_t>(b.stream), b.ptr};
+  }
+  bool operator()(const SizeKey& a, const Block* b) const noexcept {
+    return std::pair{reinterpret_cast<std::uintptr_t>(a.stream), a.ptr} < key(b);
+  }
+};
+
+using SizeSet = std::pmr::set<Block*, BySize>;
 
 struct Block {
   int device = 0;
@@ -58,58 +95,45 @@ struct Block {
   StreamStats* stream_stats = nullptr;
   ContextPtr context_when_allocated;
   ContextPtr context_when_segment_allocated;  // head block of a segment only
+  // This block's node of its pool's size set while the block is out of the set: taking a
+  // block out and putting it back (every cached malloc and free) then allocates nothing.
+  SizeSet::node_type size_node;
 
   bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
 };
 
-// Search key: (stream, size, address), compared as PyTorch's BlockComparatorSize.
-struct SizeKey {
-  StreamHandle stream;
-  std::size_t size;
-  std::uintptr_t ptr;
-};
+inline SizeKey BySize::key(const Block* b) noexcept {
+  return {b->stream, b->size, reinterpret_cast<std::uintptr_t>(b->ptr) + b->order_delta};
+}
 
-struct BySize {
-  using is_transparent = void;
-  static SizeKey key(const Block* b) noexcept {
-    return {b->stream, b->size, reinterpret_cast<std::uintptr_t>(b->ptr) + b->order_delta};
-  }
-  static bool less(const SizeKey& a, const SizeKey& b) noexcept {
-    const auto sa = reinterpret_cast<std::uintptr_t>(a.stream), sb = reinterpret_cast<std::uintptr_t>(b.stream);
-    if (sa != sb) return sa < sb;
-    if (a.size != b.size) return a.size < b.size;
-    return a.ptr < b.ptr;
-  }
-  bool operator()(const Block* a, const Block* b) const noexcept { return less(key(a), key(b)); }
-  bool operator()(const Block* a, const SizeKey& b) const noexcept { return less(key(a), b); }
-  bool operator()(const SizeKey& a, const Block* b) const noexcept { return less(a, key(b)); }
-};
-
-// (stream, address), as PyTorch's BlockComparatorAddress (unmapped stretches).
-struct ByAddress {
-  using is_transparent = void;
-  static std::pair<std::uintptr_t, std::uintptr_t> key(const Block* b) noexcept {
-    return {reinterpret_cast<std::uintptr_t>(b->stream), reinterpret_cast<std::uintptr_t>(b->ptr)};
-  }
-  bool operator()(const Block* a, const Block* b) const noexcept { return key(a) < key(b); }
-  bool operator()(const Block* a, const SizeKey& b) const noexcept {
-    return key(a) < std::pair{reinterpret_cast<std::uintptr_t>(b.stream), b.ptr};
-  }
-  bool operator()(const SizeKey& a, const Block* b) const noexcept {
-    return std::pair{reinterpret_cast<std::uintptr_t>(a.stream), a.ptr} < key(b);
-  }
-};
+inline std::pair<std::uintptr_t, std::uintptr_t> ByAddress::key(const Block* b) noexcept {
+  return {reinterpret_cast<std::uintptr_t>(b->stream), reinterpret_cast<std::uintptr_t>(b->ptr)};
+}
 
 struct BlockPool {
   BlockPool(bool small, std::pmr::memory_resource* nodes) : blocks(nodes), unmapped(nodes), is_small(small) {}
-  std::pmr::set<Block*, BySize> blocks;
+  SizeSet blocks;
   std::pmr::set<Block*, ByAddress> unmapped;
   const bool is_small;
   std::int64_t get_free_blocks_call_count = 0;
 
   void insert(Block* block) {
     block->gc_count_base = get_free_blocks_call_count;
-    blocks.insert(block);
+    if (block->size_node.empty()) {
+      blocks.insert(block);
+    } else {
+      blocks.insert(std::move(block->size_node));
+    }
+  }
+  // Takes the block at `it` out of the set, keeping its node in the block.
+  Block* take(SizeSet::const_iterator it) {
+    Block* block = *it;
+    block->size_node = blocks.extract(it);
+    return block;
+  }
+  // Takes `block` out of the set (a no-op when it is not there).
+  void remove(Block* block) {
+    if (auto node = blocks.extract(block)) block->size_node = std::move(node);
   }
   int stat_index() const noexcept { return is_small ? kSmallPool : kLargePool; }
 };

@@ -18,11 +18,6 @@ DeviceAllocator::DeviceAllocator(int device, Backend& backend)
 
 DeviceAllocator::~DeviceAllocator() = default;  // the process-wide allocator is never destroyed
 
-ContextPtr DeviceAllocator::gather(RecordContext level) const {
-  if (record_when_.load(std::memory_order_relaxed) < static_cast<int>(level)) return nullptr;
-  return capture_context(cpp_stacks_.load(std::memory_order_relaxed));
-}
-
 StreamStats* DeviceAllocator::stats_for(StreamHandle stream) {
   if (last_stream_stats_ < stream_stats_.size() && stream_stats_[last_stream_stats_].first == stream) {
     return stream_stats_[last_stream_stats_].second.get();
@@ -65,20 +60,17 @@ bool DeviceAllocator::should_split(const Block* block, std::size_t size) const {
   return size < config().max_split_size && remaining > kSmallSize;
 }
 
-void DeviceAllocator::record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream,
-                             const ContextPtr& ctx) {
-  if (!record_trace_) return;
+void DeviceAllocator::record_entry(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream,
+                                   const ContextPtr& ctx) {
   const bool keep = record_when_.load(std::memory_order_relaxed) >= static_cast<int>(RecordContext::kAlloc);
   trace_.insert(TraceRecord{action, addr, size, stream, instrumentation::host_time_ns(), keep ? ctx : nullptr});
 }
 
-void DeviceAllocator::notify(int action, std::int64_t stream, std::uintptr_t addr, std::size_t size) {
-  if (auto* o = instrumentation::observer()) {
-    using E = instrumentation::AllocatorEvent;
-    o->on_allocator_event(E{static_cast<E::Action>(action), device_, stream, addr, size,
-                            instrumentation::host_time_ns(), stats_.allocated_bytes[kAggregate].current,
-                            stats_.reserved_bytes[kAggregate].current});
-  }
+void DeviceAllocator::notify_observer(instrumentation::Observer* o, int action, std::int64_t stream,
+                                      std::uintptr_t addr, std::size_t size) {
+  using E = instrumentation::AllocatorEvent;
+  o->on_allocator_event(E{static_cast<E::Action>(action), device_, stream, addr, size, instrumentation::host_time_ns(),
+                          stats_.allocated_bytes[kAggregate].current, stats_.reserved_bytes[kAggregate].current});
 }
 
 void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::int64_t stream_id) {
@@ -133,7 +125,7 @@ bool DeviceAllocator::get_free_block(AllocParams& p) {
   if (p.key.size < cfg.max_split_size && (*it)->size >= cfg.max_split_size) return false;
   if (p.key.size >= cfg.max_split_size && (*it)->size >= p.key.size + cfg.max_non_split_rounding_size) return false;
   p.block = *it;
-  pool.blocks.erase(it);
+  pool.take(it);
   return true;
 }
 
@@ -253,7 +245,7 @@ bool DeviceAllocator::free(void* ptr) {
   block->stream_stats->allocation.decrease(1);
   block->stream_stats->allocated_bytes.decrease(bytes);
   record(Action::kFreeRequested, reinterpret_cast<std::uintptr_t>(block->ptr), block->requested_size,
-         block->stream_id, ctx ? ctx : block->context_when_allocated);
+         block->stream_id, ctx, block->context_when_allocated);
   if (block->size >= config().max_split_size) stats_.oversize_allocations.decrease(1);
   const auto address = reinterpret_cast<std::uintptr_t>(block->ptr);
   const std::int64_t stream_id = block->stream_id;
@@ -269,7 +261,7 @@ bool DeviceAllocator::free(void* ptr) {
 
 void DeviceAllocator::free_block(Block* block, const ContextPtr& ctx) {
   record(Action::kFreeCompleted, reinterpret_cast<std::uintptr_t>(block->ptr), block->requested_size,
-         block->stream_id, ctx ? ctx : block->context_when_allocated);
+         block->stream_id, ctx, block->context_when_allocated);
   block->context_when_allocated.reset();
   const std::size_t original_size = block->size;
   const std::size_t requested_size = block->requested_size;
@@ -323,7 +315,7 @@ std::size_t DeviceAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool&
   const std::size_t subsumed = src->size;
   dst->size += subsumed;
   if (src->mapped) {
-    pool.blocks.erase(src);
+    pool.remove(src);
   } else {
     pool.unmapped.erase(src);
   }
@@ -348,7 +340,7 @@ bool DeviceAllocator::owns_allocation(const void* ptr) {
   return allocated_.find(ptr) != nullptr;
 }
 
-[[noreturn]] void DeviceAllocator::raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<std::mutex>& lock) {
+[[noreturn]] void DeviceAllocator::raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<DeviceLock>& lock) {
   const auto [device_free, device_total] = backend_.mem_get_info(device_);
   record(Action::kOom, device_free, p.key.size, p.stream_id, ctx);
   stats_.num_ooms += 1;

@@ -1,15 +1,17 @@
 #pragma once
 // One device's caching allocator: PyTorch's DeviceCachingAllocator (same algorithm, same
-// statistics) with a plain mutex, pooled nodes and an open-addressing pointer map on the
+// statistics) with an inline lock, pooled nodes and an open-addressing pointer map on the
 // hot path. Thread-safety: every public method takes the device lock; none calls another.
 
 #include "block_pool.h"
+#include "device_lock.h"
 #include "expandable_segment.h"
 #include "history.h"
 #include "pointer_map.h"
 #include "stats.h"
 
 #include <cudascope/cuda/allocator_config.h>
+#include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/memory.h>
 
 #include <atomic>
@@ -81,7 +83,11 @@ class DeviceAllocator {
     bool oom = false;
   };
 
-  ContextPtr gather(RecordContext level) const;
+  // History off: one relaxed load and a branch.
+  ContextPtr gather(RecordContext level) const {
+    if (record_when_.load(std::memory_order_relaxed) < static_cast<int>(level)) [[likely]] return nullptr;
+    return capture_context(cpp_stacks_.load(std::memory_order_relaxed));
+  }
   StreamStats* stats_for(StreamHandle stream);
   std::size_t round_size(std::size_t size) const;
   BlockPool& pool_for(std::size_t size) { return size <= kSmallSize ? small_ : large_; }
@@ -112,14 +118,28 @@ class DeviceAllocator {
   void synchronize_and_free_events(const ContextPtr& ctx);
   EventHandle get_event(int device);
 
-  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx);
-  void notify(int action, std::int64_t stream, std::uintptr_t addr, std::size_t size);
-  [[noreturn]] void raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<std::mutex>& lock);
+  // Trace and observer hooks: inline tests of the flags, the work out of line, so that the
+  // hot path pays a branch each when they are off.
+  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx) {
+    if (record_trace_) [[unlikely]] record_entry(action, addr, size, stream, ctx);
+  }
+  // As above with the context of the block (`fallback`) when the call captured none.
+  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx,
+              const ContextPtr& fallback) {
+    if (record_trace_) [[unlikely]] record_entry(action, addr, size, stream, ctx ? ctx : fallback);
+  }
+  void record_entry(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx);
+  void notify(int action, std::int64_t stream, std::uintptr_t addr, std::size_t size) {
+    if (auto* o = instrumentation::observer()) [[unlikely]] notify_observer(o, action, stream, addr, size);
+  }
+  void notify_observer(instrumentation::Observer* o, int action, std::int64_t stream, std::uintptr_t addr,
+                       std::size_t size);
+  [[noreturn]] void raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<DeviceLock>& lock);
   std::vector<const Block*> all_blocks() const;
 
   const int device_;
   Backend& backend_;
-  mutable std::mutex mutex_;
+  mutable DeviceLock mutex_;
   std::pmr::unsynchronized_pool_resource nodes_;
   BlockArena arena_;
   BlockPool large_;

@@ -74,7 +74,7 @@ void DeviceAllocator::release_blocks(BlockPool& pool, const ContextPtr& ctx) {
 void DeviceAllocator::release_block(Block* block, const ContextPtr& ctx) {
   stats_.num_device_free++;
   record(Action::kSegmentFree, reinterpret_cast<std::uintptr_t>(block->ptr), block->size, block->stream_id,
-         ctx ? ctx : block->context_when_segment_allocated);
+         ctx, block->context_when_segment_allocated);
   backend_.free(device_, block->ptr);
   total_allocated_memory_ -= block->size;
   const int pool_index = block->pool->stat_index();
@@ -84,7 +84,7 @@ void DeviceAllocator::release_block(Block* block, const ContextPtr& ctx) {
   block->stream_stats->reserved_bytes.decrease(static_cast<std::int64_t>(block->size));
   if (block->size >= config().max_split_size) stats_.oversize_segments.decrease(1);
   notify(3, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size);
-  block->pool->blocks.erase(block);
+  block->pool->remove(block);
   arena_.recycle(block);
 }
 
@@ -218,7 +218,7 @@ Block* DeviceAllocator::try_allocate_expandable_block(AllocParams& p, const Cont
     if (!map_block(next, std::min(remaining, next->size), ctx)) return nullptr;
     candidate = next;
   }
-  p.pool->blocks.erase(candidate);
+  p.pool->remove(candidate);
   return candidate;
 }
 
@@ -226,7 +226,7 @@ void DeviceAllocator::unmap_block(Block* block, const ContextPtr& ctx) {
   const Range unmapped = block->expandable->unmap(Range{block->ptr, block->size});
   if (unmapped.size == 0) return;
   BlockPool& pool = *block->pool;
-  pool.blocks.erase(block);
+  pool.remove(block);
   const auto before = static_cast<std::size_t>(unmapped.ptr - block->ptr);
   auto make_free = [&](char* ptr, std::size_t size) {
     Block* b = arena_.make();
@@ -269,7 +269,7 @@ void DeviceAllocator::unmap_block(Block* block, const ContextPtr& ctx) {
   block->stream_stats->reserved_bytes.decrease(static_cast<std::int64_t>(unmapped.size));
   stats_.num_device_free++;
   record(Action::kSegmentUnmap, reinterpret_cast<std::uintptr_t>(unmapped.ptr), unmapped.size, block->stream_id,
-         ctx ? ctx : block->context_when_segment_allocated);
+         ctx, block->context_when_segment_allocated);
   notify(5, block->stream_id, reinterpret_cast<std::uintptr_t>(unmapped.ptr), unmapped.size);
 }
 
