@@ -61,8 +61,11 @@ bool resolve_first(void* library, Fn& fn, std::initializer_list<const char*> nam
   return false;
 }
 
-std::optional<int> optional_figure(nvmlReturn_t status, unsigned int value) {
-  if (status != kNvmlSuccess) return std::nullopt;
+// Calls an NVML getter of one unsigned figure; empty when the device does not report it.
+template <typename Call>
+std::optional<int> figure(Call&& call) {
+  unsigned int value = 0;
+  if (call(&value) != kNvmlSuccess) return std::nullopt;
   return static_cast<int>(value);
 }
 
@@ -113,18 +116,15 @@ std::optional<int> NvmlLibrary::utilization(void* device, bool memory) {
 }
 
 std::optional<int> NvmlLibrary::temperature(void* device) {
-  unsigned int value = 0;
-  return optional_figure(api_->temperature(device, kNvmlTemperatureGpu, &value), value);
+  return figure([&](unsigned int* value) { return api_->temperature(device, kNvmlTemperatureGpu, value); });
 }
 
 std::optional<int> NvmlLibrary::power_milliwatts(void* device) {
-  unsigned int value = 0;
-  return optional_figure(api_->power_usage(device, &value), value);
+  return figure([&](unsigned int* value) { return api_->power_usage(device, value); });
 }
 
 std::optional<int> NvmlLibrary::sm_clock_mhz(void* device) {
-  unsigned int value = 0;
-  return optional_figure(api_->clock_info(device, kNvmlClockSm, &value), value);
+  return figure([&](unsigned int* value) { return api_->clock_info(device, kNvmlClockSm, value); });
 }
 
 std::optional<std::uint64_t> NvmlLibrary::energy_millijoules(void* device) {
