@@ -31,5 +31,5 @@ echo "== benchmarks"
 ./bench/runtime/runtime_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_enable_random_interleaving=true --benchmark_out="$out/runtime_bench.json" | grep median
 [ -x ./bench/runtime/allocator_compare ] && ./bench/runtime/allocator_compare | tee "$out/allocator_compare.md"
-[ -x "$root/bench/profiler/run_profiler_bench.sh" ] && "$root/bench/profiler/run_profiler_bench.sh" "$build" "$out" all
+cd "$root" && bench/profiler/run_profiler_bench.sh "$build" "$out" all
 exit $status
