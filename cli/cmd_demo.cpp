@@ -14,6 +14,7 @@ namespace {
 struct DemoOptions {
   int iterations = 20;
   double kernel_ms = 2.0;
+  std::string snapshot;  // where to dump an allocator snapshot of the run, if anywhere
 };
 
 void run_demo(const DemoOptions& options) {
@@ -28,6 +29,9 @@ void run_demo(const DemoOptions& options) {
   std::printf("cudascope demo on the %s backend: %d device(s), device 0 is %s (sm_%d%d, %.1f GiB)\n",
               backend.c_str(), cuda::device_count(), props.name.c_str(), props.major, props.minor,
               static_cast<double>(props.total_memory) / (1ULL << 30));
+
+  // Record the allocator's history from the start, so the snapshot shows the whole run.
+  if (!options.snapshot.empty()) cuda::memory::record_memory_history("all", "all", "all");
 
   cuda::Stream compute(0);
   cuda::Stream copy(0);
@@ -60,6 +64,11 @@ void run_demo(const DemoOptions& options) {
               options.iterations, options.kernel_ms, elapsed, static_cast<double>(free_bytes) / (1ULL << 30),
               static_cast<double>(total_bytes) / (1ULL << 30));
   std::fputs(cuda::memory_summary(0, /*abbreviated=*/true).c_str(), stdout);
+  if (!options.snapshot.empty()) {
+    cuda::memory::dump_snapshot(options.snapshot);
+    std::printf("allocator snapshot written to %s (open it with: cudascope view %s)\n", options.snapshot.c_str(),
+                options.snapshot.c_str());
+  }
 }
 
 }  // namespace
@@ -69,5 +78,7 @@ CUDASCOPE_COMMAND(demo, 20) {
   CLI::App* sub = app.add_subcommand("demo", "Run a small workload on the current backend (default: auto)");
   sub->add_option("--iterations", options.iterations, "Steps to run")->check(CLI::Range(1, 100000));
   sub->add_option("--kernel-ms", options.kernel_ms, "Length of each step's kernel in ms")->check(CLI::Range(0.0, 1000.0));
+  sub->add_option("--snapshot", options.snapshot,
+                  "Record the allocator's history and dump a snapshot here (.pickle or .json, optionally .gz)");
   sub->callback([] { run_demo(options); });
 }

@@ -105,3 +105,19 @@ TEST(CliTest, BadOptionValueIsRejected) {
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.output, HasSubstr("iterations"));
 }
+
+// The runtime's snapshot, read back by the viewer's loader: the journey from a run to the GUI.
+TEST(CliTest, DemoSnapshotOpensInTheSnapshotTools) {
+  for (const char* extension : {".pickle", ".json.gz"}) {
+    const std::string path = ::testing::TempDir() + "demo_snapshot" + extension;
+    const Result demo = run_cli("CUDASCOPE_BACKEND=sim", "demo --iterations 4 --kernel-ms 1 --snapshot " + path);
+    ASSERT_EQ(demo.exit_code, 0) << demo.output;
+    EXPECT_THAT(demo.output, HasSubstr("allocator snapshot written to " + path));
+    const Result stats = run_cli("", "snapshot-stats --json " + path);
+    ASSERT_EQ(stats.exit_code, 0) << stats.output;
+    // The demo allocates three blocks per step and frees them all before it ends.
+    EXPECT_THAT(stats.output, ::testing::ContainsRegex("\"alloc\": *12")) << stats.output;
+    EXPECT_THAT(stats.output, ::testing::ContainsRegex("\"free_requested\": *12")) << stats.output;
+    EXPECT_THAT(stats.output, ::testing::ContainsRegex("\"allocated_bytes\": *0[,}\\n ]")) << stats.output;
+  }
+}
