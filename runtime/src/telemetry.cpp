@@ -10,49 +10,29 @@
 namespace cudascope::cuda {
 namespace {
 
+// One figure of the device's telemetry; cuda::Error (not supported) when it is not reported.
 template <typename T>
-T required(const std::optional<T>& figure, const char* what, int device) {
+T required_figure(int device, std::optional<T> DeviceTelemetry::*field, const char* what) {
+  const int index = detail::resolve_device(device);
+  const std::optional<T> figure = detail::lazy_backend().telemetry(index).*field;
   CUDASCOPE_CHECK(figure.has_value(), error_code::kNotSupported, what,
-                  std::string(what) + " is not reported for device " + std::to_string(device));
+                  std::string(what) + " is not reported for device " + std::to_string(index));
   return *figure;
-}
-
-DeviceTelemetry telemetry_of(int device, int& index) {
-  index = detail::resolve_device(device);
-  return detail::lazy_backend().telemetry(index);
 }
 
 }  // namespace
 
 DeviceTelemetry device_telemetry(int device) {
-  int index = 0;
-  return telemetry_of(device, index);
+  return detail::lazy_backend().telemetry(detail::resolve_device(device));
 }
 
-int utilization(int device) {
-  int index = 0;
-  return required(telemetry_of(device, index).utilization_percent, "utilization", index);
-}
-
+int utilization(int device) { return required_figure(device, &DeviceTelemetry::utilization_percent, "utilization"); }
 int memory_usage(int device) {
-  int index = 0;
-  return required(telemetry_of(device, index).memory_utilization_percent, "memory_usage", index);
+  return required_figure(device, &DeviceTelemetry::memory_utilization_percent, "memory_usage");
 }
-
-int temperature(int device) {
-  int index = 0;
-  return required(telemetry_of(device, index).temperature_celsius, "temperature", index);
-}
-
-int power_draw(int device) {
-  int index = 0;
-  return required(telemetry_of(device, index).power_milliwatts, "power_draw", index);
-}
-
-int clock_rate(int device) {
-  int index = 0;
-  return required(telemetry_of(device, index).sm_clock_mhz, "clock_rate", index);
-}
+int temperature(int device) { return required_figure(device, &DeviceTelemetry::temperature_celsius, "temperature"); }
+int power_draw(int device) { return required_figure(device, &DeviceTelemetry::power_milliwatts, "power_draw"); }
+int clock_rate(int device) { return required_figure(device, &DeviceTelemetry::sm_clock_mhz, "clock_rate"); }
 
 std::vector<GpuProcess> gpu_processes(int device) { return device_telemetry(device).processes; }
 

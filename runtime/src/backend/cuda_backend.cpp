@@ -113,6 +113,15 @@ class ScopedDevice {
   int previous_ = -1;
 };
 
+// A query's answer: true when the work is done, false when it is not ready yet (an answer,
+// not an error, so it is cleared); any other status throws.
+bool done_or_throw(cudaError_t status, const char* call) {
+  if (status == cudaSuccess) return true;
+  cudaGetLastError();
+  if (status == cudaErrorNotReady) return false;
+  throw_error(static_cast<int>(status), call, __FILE__, __LINE__, cudaGetErrorString(status));
+}
+
 class CudaBackend final : public Backend {
  public:
   const char* name() const noexcept override { return "cuda"; }
@@ -274,13 +283,7 @@ class CudaBackend final : public Backend {
   }
 
   bool stream_query(int, StreamHandle stream) override {
-    const cudaError_t status = cudaStreamQuery(static_cast<cudaStream_t>(stream));
-    if (status == cudaErrorNotReady) {
-      cudaGetLastError();
-      return false;
-    }
-    CUDASCOPE_CUDA_CHECK(status);
-    return true;
+    return done_or_throw(cudaStreamQuery(static_cast<cudaStream_t>(stream)), "cudaStreamQuery");
   }
 
   void stream_synchronize(int, StreamHandle stream) override {
@@ -326,13 +329,7 @@ class CudaBackend final : public Backend {
   }
 
   bool event_query(int, EventHandle event) override {
-    const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event));
-    if (status == cudaErrorNotReady) {
-      cudaGetLastError();
-      return false;
-    }
-    CUDASCOPE_CUDA_CHECK(status);
-    return true;
+    return done_or_throw(cudaEventQuery(static_cast<cudaEvent_t>(event)), "cudaEventQuery");
   }
 
   void event_synchronize(int, EventHandle event) override {
