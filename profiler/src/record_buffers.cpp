@@ -10,12 +10,13 @@
 #include <unordered_set>
 
 namespace cudascope::profiler {
+namespace detail {
+__thread RecordBuffers::ThreadBuffer* tls_record_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread std::uint64_t tls_record_owner __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace detail
 namespace {
-// Trivially destructible, so emitting stays valid during exit after the holder below is gone.
-// initial-exec: the hot path reads these without a __tls_get_addr call (a few bytes of the
-// static TLS surplus, which libraries loaded with dlopen may use).
-[[gnu::tls_model("initial-exec")]] thread_local RecordBuffers::ThreadBuffer* tls_buffer = nullptr;
-[[gnu::tls_model("initial-exec")]] thread_local std::uint64_t tls_owner = 0;  // id of the RecordBuffers tls_buffer belongs to
+using detail::tls_record_buffer;
+using detail::tls_record_owner;
 std::atomic<std::uint64_t> next_id{1};
 
 // A slab: one 2 MiB-aligned mapping (one huge page where transparent huge pages are on),
@@ -57,26 +58,29 @@ struct ThreadRetirement {
   RecordBuffers::ThreadBuffer* buffer = nullptr;
   ~ThreadRetirement() {
     if (buffer != nullptr) buffer->retired.store(true, std::memory_order_release);
-    tls_buffer = nullptr;
-    tls_owner = 0;
+    tls_record_buffer = nullptr;
+    tls_record_owner = 0;
   }
 };
 namespace {
 thread_local ThreadRetirement tls_retirement;
 }
 
-RecordBuffers& RecordBuffers::process() {
+std::atomic<RecordBuffers*> RecordBuffers::process_instance_{nullptr};
+
+RecordBuffers& RecordBuffers::make_process() noexcept {
   static auto* instance = new RecordBuffers();  // never destroyed: threads emit until exit
+  process_instance_.store(instance, std::memory_order_release);
   return *instance;
 }
 
 RecordBuffers::RecordBuffers() : id_(next_id.fetch_add(1)) {}
 
 RecordBuffers::~RecordBuffers() {
-  if (tls_owner == id_) {
+  if (tls_record_owner == id_) {
     tls_retirement.buffer = nullptr;
-    tls_buffer = nullptr;
-    tls_owner = 0;
+    tls_record_buffer = nullptr;
+    tls_record_owner = 0;
   }
   stop_refiller();
   for (ThreadBuffer* buffer : threads_) delete buffer;  // chunks live in the slabs
@@ -256,8 +260,8 @@ RecordBuffers::ThreadBuffer* RecordBuffers::register_thread() noexcept {
     std::lock_guard lock(threads_mutex_);
     threads_.push_back(buffer);
   }
-  tls_buffer = buffer;
-  tls_owner = id_;
+  tls_record_buffer = buffer;
+  tls_record_owner = id_;
   tls_retirement.buffer = buffer;
   return buffer;
 }
@@ -277,23 +281,29 @@ RecordBuffers::Chunk* RecordBuffers::grow(ThreadBuffer& buffer) noexcept {
   return chunk;
 }
 
-bool RecordBuffers::emit(const Record* records, std::size_t count) noexcept {
-  ThreadBuffer* buffer = tls_owner == id_ ? tls_buffer : nullptr;
+RecordBuffers::Claim RecordBuffers::claim_slow(std::size_t count) noexcept {
+  ThreadBuffer* buffer = tls_record_owner == id_ ? tls_record_buffer : nullptr;
   if (buffer == nullptr && (buffer = register_thread()) == nullptr) {
     dropped_.fetch_add(count, std::memory_order_relaxed);
-    return false;
+    return {};
   }
   Chunk* chunk = buffer->tail;
   std::uint32_t n = chunk->committed.load(std::memory_order_relaxed);
   if (n + count > kChunkRecords) {
     if (count > kChunkRecords || (chunk = grow(*buffer)) == nullptr) {
       dropped_.fetch_add(count, std::memory_order_relaxed);
-      return false;
+      return {};
     }
     n = 0;
   }
-  std::copy(records, records + count, chunk->records + n);
-  chunk->committed.store(n + static_cast<std::uint32_t>(count), std::memory_order_release);
+  return {chunk->records + n, chunk, n + static_cast<std::uint32_t>(count)};
+}
+
+bool RecordBuffers::emit(const Record* records, std::size_t count) noexcept {
+  const Claim slots = claim(count);
+  if (slots.records == nullptr) return false;
+  std::copy(records, records + count, slots.records);
+  publish(slots);
   return true;
 }
 

@@ -78,6 +78,28 @@ TEST(RecordBuffersTest, AMultiRecordEmitStaysContiguousAcrossAChunkBoundary) {
   EXPECT_TRUE(found);
 }
 
+TEST(RecordBuffersTest, ClaimedSlotsAreDrainedOnlyOncePublishedAndStayContiguousAcrossAChunkBoundary) {
+  RecordBuffers buffers;
+  for (std::size_t n = 0; n + 1 < RecordBuffers::kChunkRecords; ++n) buffers.emit(numbered(n));
+  std::size_t drained = 0;
+  buffers.drain([&](const Record*, std::size_t count) { drained += count; });
+  const RecordBuffers::Claim slots = buffers.claim(2);  // one slot left: a fresh chunk
+  ASSERT_NE(slots.records, nullptr);
+  slots.records[0] = numbered(200);
+  slots.records[1] = numbered(201);
+  std::size_t seen_before_publish = 0;
+  buffers.drain([&](const Record*, std::size_t count) { seen_before_publish += count; });
+  EXPECT_EQ(seen_before_publish, 0u);
+  RecordBuffers::publish(slots);
+  std::vector<std::uint64_t> seen;
+  buffers.drain([&](const Record* records, std::size_t count) {
+    ASSERT_EQ(count, 2u);
+    for (std::size_t i = 0; i < count; ++i) seen.push_back(records[i].start_ns);
+  });
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{200, 201}));
+  EXPECT_EQ(buffers.dropped(), 0u);
+}
+
 TEST(RecordBuffersTest, RecordsOfAThreadThatEndedAreStillDrained) {
   RecordBuffers buffers;
   std::thread([&] {

@@ -43,12 +43,29 @@ class RecordBuffers {
   RecordBuffers(const RecordBuffers&) = delete;
   RecordBuffers& operator=(const RecordBuffers&) = delete;
 
-  static RecordBuffers& process();
+  static RecordBuffers& process() noexcept {
+    RecordBuffers* instance = process_instance_.load(std::memory_order_acquire);
+    return instance != nullptr ? *instance : make_process();
+  }
 
   // Appends `count` contiguous records (a record and its kText continuations stay in one
   // chunk). False when the memory limit is reached: the records are dropped and counted.
   bool emit(const Record* records, std::size_t count) noexcept;
   bool emit(const Record& record) noexcept { return emit(&record, 1); }
+
+  // In-place emission, for hot paths that would otherwise build records on the stack only
+  // to copy them: claim() returns `count` contiguous slots in the calling thread's chunk,
+  // the caller writes every byte of them, then publish() makes them visible to the
+  // consumer. Between the two the thread emits nothing else. A claim with records ==
+  // nullptr means the memory limit was reached (already counted as dropped); publish nothing.
+  struct Chunk;
+  struct Claim {
+    Record* records = nullptr;
+    Chunk* chunk = nullptr;
+    std::uint32_t end = 0;  // the chunk's committed count once published
+  };
+  Claim claim(std::size_t count) noexcept;
+  static void publish(const Claim& claim) noexcept;
 
   // Consumer side. Calls consume(records, count) for each run of pending records, in each
   // thread's order; records without a thread_id get the producing thread's. Returns the
@@ -95,6 +112,9 @@ class RecordBuffers {
   };
 
  private:
+  static RecordBuffers& make_process() noexcept;
+  // claim() when the thread has no buffer yet or its chunk is full.
+  Claim claim_slow(std::size_t count) noexcept;
   ThreadBuffer* register_thread() noexcept;
   Chunk* take_chunk() noexcept;
   void recycle(Chunk* chunk) noexcept;
@@ -125,6 +145,37 @@ class RecordBuffers {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::size_t> keep_free_{64};  // chunks the pool keeps rather than frees
   const std::uint64_t id_;  // tells this instance's per-thread cache from another's
+  static std::atomic<RecordBuffers*> process_instance_;
 };
+
+namespace detail {
+// The calling thread's buffer and the id of the RecordBuffers it belongs to. Trivially
+// destructible, so emitting stays valid during exit. initial-exec: the hot path reads them
+// without a __tls_get_addr call (a few bytes of the static TLS surplus, which libraries
+// loaded with dlopen may use).
+// __thread rather than thread_local: a thread_local declared without its definition in
+// sight is read through a wrapper that checks for a dynamic initialiser.
+extern __thread RecordBuffers::ThreadBuffer* tls_record_buffer __attribute__((tls_model("initial-exec")));
+extern __thread std::uint64_t tls_record_owner __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
+// Inline so the per-record path is two thread-local loads, a relaxed load of the chunk's
+// count and a compare: no call, no atomic read-modify-write.
+inline RecordBuffers::Claim RecordBuffers::claim(std::size_t count) noexcept {
+  ThreadBuffer* buffer = detail::tls_record_buffer;
+  if (buffer != nullptr && detail::tls_record_owner == id_) [[likely]] {
+    Chunk* chunk = buffer->tail;
+    const std::uint32_t n = chunk->committed.load(std::memory_order_relaxed);
+    if (n + count <= kChunkRecords) [[likely]] {
+      return {chunk->records + n, chunk, n + static_cast<std::uint32_t>(count)};
+    }
+  }
+  return claim_slow(count);
+}
+
+// A plain store on x86: the consumer reads `committed` with acquire.
+inline void RecordBuffers::publish(const Claim& claim) noexcept {
+  claim.chunk->committed.store(claim.end, std::memory_order_release);
+}
 
 }  // namespace cudascope::profiler
