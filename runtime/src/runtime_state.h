@@ -19,5 +19,13 @@ bool launch_blocking();
 // The calling thread's current device (cached; the backend is told on change).
 int thread_device();
 void set_thread_device(int device);
+// The calling thread's current stream on `device` (an index resolve_device returned): what
+// current_stream(device) holds, without resolving the device again or building a Stream
+// (the allocator reads it on every malloc).
+struct CurrentStreamOf {
+  StreamHandle handle;
+  std::int64_t id;
+};
+CurrentStreamOf current_stream_of(int device);
 
 }  // namespace cudascope::cuda::detail

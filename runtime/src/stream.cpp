@@ -49,14 +49,19 @@ struct CurrentStream {
   int priority = 0;
 };
 
-// Per thread, per device; grown on first use.
-thread_local std::vector<CurrentStream> current_streams;
+// Per thread, per device. Every allocation without an explicit stream reads this, so the
+// first devices' slots are a plain array: trivially destructible (no first-use guard to
+// test) and initial-exec (an %fs-relative load, no __tls_get_addr call; 192 bytes of
+// static TLS). Devices beyond it use a vector grown on first use.
+constexpr std::size_t kInlineDevices = 8;
+[[gnu::tls_model("initial-exec")]] thread_local std::array<CurrentStream, kInlineDevices> inline_streams;
+thread_local std::vector<CurrentStream> more_streams;
 
 CurrentStream& current_slot(int device) {
-  if (current_streams.size() <= static_cast<std::size_t>(device)) {
-    current_streams.resize(static_cast<std::size_t>(device) + 1);
-  }
-  return current_streams[static_cast<std::size_t>(device)];
+  const auto index = static_cast<std::size_t>(device);
+  if (index < kInlineDevices) [[likely]] return inline_streams[index];
+  if (more_streams.size() <= index - kInlineDevices) more_streams.resize(index - kInlineDevices + 1);
+  return more_streams[index - kInlineDevices];
 }
 
 }  // namespace
@@ -117,6 +122,13 @@ Stream current_stream(int device) {
   const detail::CurrentStream& current = detail::current_slot(index);
   return Stream(Stream::Wrap{}, index, current.priority, current.id, current.handle);
 }
+
+namespace detail {
+CurrentStreamOf current_stream_of(int device) {
+  const CurrentStream& current = current_slot(device);
+  return {current.handle, current.id};
+}
+}  // namespace detail
 
 Stream default_stream(int device) {
   const int index = detail::resolve_device(device);

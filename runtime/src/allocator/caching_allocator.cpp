@@ -150,15 +150,20 @@ void* caching_allocator_alloc(std::size_t size, int device, std::optional<Stream
   if (size == 0) return nullptr;
   ProcessAllocator& p = process();
   p.used.store(true, std::memory_order_relaxed);
-  const Stream s = stream ? *stream : current_stream(index);
-  CUDASCOPE_CHECK(s.device_index() == index, error_code::kInvalidValue, "caching_allocator_alloc",
-                  "stream belongs to device " + std::to_string(s.device_index()) + ", allocation asked for device " +
-                      std::to_string(index));
+  detail::CurrentStreamOf s{};
+  if (stream) {
+    CUDASCOPE_CHECK(stream->device_index() == index, error_code::kInvalidValue, "caching_allocator_alloc",
+                    "stream belongs to device " + std::to_string(stream->device_index()) +
+                        ", allocation asked for device " + std::to_string(index));
+    s = {stream->handle(), stream->id()};
+  } else {
+    s = detail::current_stream_of(index);  // the current stream is always on `index`
+  }
   if (p.mode.load(std::memory_order_relaxed) == Mode::kOther) {
-    return p.other->alloc(size, index, s.handle());
+    return p.other->alloc(size, index, s.handle);
   }
   try {
-    return device_allocator(index).malloc(size, s.handle(), s.id());
+    return device_allocator(index).malloc(size, s.handle, s.id);
   } catch (const OutOfMemoryError&) {
     if (const char* path = std::getenv("CUDASCOPE_OOM_SNAPSHOT"); path != nullptr && *path != '\0') {
       try {

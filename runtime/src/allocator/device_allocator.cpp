@@ -125,7 +125,8 @@ bool DeviceAllocator::get_free_block(AllocParams& p) {
   if (p.key.size < cfg.max_split_size && (*it)->size >= cfg.max_split_size) return false;
   if (p.key.size >= cfg.max_split_size && (*it)->size >= p.key.size + cfg.max_non_split_rounding_size) return false;
   p.block = *it;
-  pool.take(it);
+  p.found_at = it;
+  p.in_set = true;
   return true;
 }
 
@@ -178,6 +179,19 @@ Block* DeviceAllocator::alloc_found_block(AllocParams& p, std::size_t orig_size,
   const int pool_index = pool->stat_index();
   Block* block = p.block;
   const bool already_split = block->is_split();
+  // A split remainder keeps the found block's node when its smaller key still sorts after
+  // the node before it: the set's order holds without an extract and an insert (each a
+  // rebalance), which is the common case of carving a small block off a large free one.
+  bool remainder_in_place = false;
+  if (p.in_set) {
+    if (split) {
+      const SizeKey shrunk{block->stream, block->size - size,
+                           reinterpret_cast<std::uintptr_t>(block->ptr + size) + block->order_delta};
+      remainder_in_place =
+          p.found_at == pool->blocks.begin() || BySize::less(BySize::key(*std::prev(p.found_at)), shrunk);
+    }
+    if (!remainder_in_place) pool->take(p.found_at);
+  }
   if (split) {
     Block* remaining = block;
     block = arena_.make();
@@ -196,7 +210,11 @@ Block* DeviceAllocator::alloc_found_block(AllocParams& p, std::size_t orig_size,
     remaining->prev = block;
     remaining->ptr += size;
     remaining->size -= size;
-    pool->insert(remaining);
+    if (remainder_in_place) {
+      remaining->gc_count_base = pool->get_free_blocks_call_count;  // as insert() sets it
+    } else {
+      pool->insert(remaining);
+    }
     if (already_split && !block->expandable) {
       // An already-split inactive block shrinks by `size`.
       stats_.inactive_split_bytes.decrease(pool_index, static_cast<std::int64_t>(block->size));

@@ -78,6 +78,10 @@ class DeviceAllocator {
     BlockPool* pool;
     std::size_t alloc_size;
     Block* block = nullptr;
+    // Where get_free_block found `block`: it is still in its pool's set, so that a split
+    // can leave the remainder's node where it is (alloc_found_block takes it out otherwise).
+    SizeSet::const_iterator found_at{};
+    bool in_set = false;
     StreamStats* stream_stats = nullptr;
     std::int64_t stream_id = 0;
     bool oom = false;

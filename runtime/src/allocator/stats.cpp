@@ -8,7 +8,7 @@ namespace {
 void put(std::map<std::string, std::int64_t>& out, const std::string& prefix, const Stat& s) {
   out[prefix + ".current"] = s.current;
   out[prefix + ".peak"] = s.peak;
-  out[prefix + ".allocated"] = s.allocated;
+  out[prefix + ".allocated"] = s.allocated();
   out[prefix + ".freed"] = s.freed;
 }
 
