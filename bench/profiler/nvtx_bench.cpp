@@ -6,8 +6,14 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <time.h>
+
 #include <chrono>
+#include <cstdint>
 #include <thread>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 static void BM_NvtxPushPop(benchmark::State& state) {
   for (auto _ : state) {
@@ -44,5 +50,24 @@ static void BM_NvtxPushPopSteady(benchmark::State& state) {
                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_NvtxPushPopSteady)->Iterations(50)->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime();
+
+// The two clocks a recorded push+pop reads twice (through the runtime's host_time_ns): the
+// TSC where the runtime finds an invariant one, else CLOCK_MONOTONIC, whose cost depends on
+// the machine's clock source and virtualisation. Tells a slow clock from a slow record path.
+static void BM_ClockGettimeMonotonic(benchmark::State& state) {
+  timespec now{};
+  for (auto _ : state) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    benchmark::DoNotOptimize(now);
+  }
+}
+BENCHMARK(BM_ClockGettimeMonotonic)->Iterations(200000)->Repetitions(3)->ReportAggregatesOnly(true);
+
+#if defined(__x86_64__)
+static void BM_Rdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+}
+BENCHMARK(BM_Rdtsc)->Iterations(200000)->Repetitions(3)->ReportAggregatesOnly(true);
+#endif
 
 BENCHMARK_MAIN();
