@@ -282,15 +282,20 @@ class CudaBackend final : public Backend {
     CUDASCOPE_CUDA_CHECK(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
   }
 
-  bool stream_query(int, StreamHandle stream) override {
+  // Stream and event calls make the handle's device current: a null handle is the legacy
+  // default stream of whichever device is current.
+  bool stream_query(int device, StreamHandle stream) override {
+    ScopedDevice on(device);
     return done_or_throw(cudaStreamQuery(static_cast<cudaStream_t>(stream)), "cudaStreamQuery");
   }
 
-  void stream_synchronize(int, StreamHandle stream) override {
+  void stream_synchronize(int device, StreamHandle stream) override {
+    ScopedDevice on(device);
     CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   }
 
-  void stream_wait_event(int, StreamHandle stream, EventHandle event) override {
+  void stream_wait_event(int device, StreamHandle stream, EventHandle event) override {
+    ScopedDevice on(device);
     CUDASCOPE_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
   }
 
@@ -324,7 +329,8 @@ class CudaBackend final : public Backend {
     CUDASCOPE_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
   }
 
-  void event_record(int, EventHandle event, StreamHandle stream) override {
+  void event_record(int device, EventHandle event, StreamHandle stream) override {
+    ScopedDevice on(device);
     CUDASCOPE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
   }
 
