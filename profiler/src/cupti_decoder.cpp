@@ -47,6 +47,20 @@ const char* overhead_name(CUpti_ActivityOverheadKind kind) {
   }
 }
 
+// The fields CUPTI's kernel, copy and fill records share: device work on a stream, joined
+// to its launch call by the correlation id, with no host thread of its own.
+template <typename Activity>
+Record device_activity(RecordKind kind, const Activity& a) {
+  Record r = make_record(kind);
+  r.device = static_cast<std::int32_t>(a.deviceId);
+  r.stream = a.streamId;
+  r.start_ns = a.start;
+  r.end_ns = a.end;
+  r.correlation_id = a.correlationId;
+  r.thread_id = ~0u;
+  return r;
+}
+
 }  // namespace
 
 const char* CuptiDecoder::api_name(bool runtime, std::uint32_t callback_id) {
@@ -75,13 +89,7 @@ std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, 
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(activity);
-        Record r = make_record(RecordKind::kKernel);
-        r.device = static_cast<std::int32_t>(k->deviceId);
-        r.stream = k->streamId;
-        r.start_ns = k->start;
-        r.end_ns = k->end;
-        r.correlation_id = k->correlationId;
-        r.thread_id = ~0u;
+        Record r = device_activity(RecordKind::kKernel, *k);
         r.u.kernel.name = k->name;
         r.u.kernel.grid[0] = k->gridX;
         r.u.kernel.grid[1] = k->gridY;
@@ -97,14 +105,8 @@ std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, 
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(activity);
-        Record r = make_record(RecordKind::kMemcpy);
+        Record r = device_activity(RecordKind::kMemcpy, *m);
         r.detail = static_cast<std::uint8_t>(copy_kind(m->copyKind));
-        r.device = static_cast<std::int32_t>(m->deviceId);
-        r.stream = m->streamId;
-        r.start_ns = m->start;
-        r.end_ns = m->end;
-        r.correlation_id = m->correlationId;
-        r.thread_id = ~0u;
         const CopyKindCode code = copy_kind(m->copyKind);
         const bool from_device = code == CopyKindCode::kDtoH || code == CopyKindCode::kDtoD;
         const bool to_device = code == CopyKindCode::kHtoD || code == CopyKindCode::kDtoD;
@@ -114,27 +116,15 @@ std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, 
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY2: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(activity);
-        Record r = make_record(RecordKind::kMemcpy);
+        Record r = device_activity(RecordKind::kMemcpy, *m);
         r.detail = static_cast<std::uint8_t>(CopyKindCode::kPtoP);
-        r.device = static_cast<std::int32_t>(m->deviceId);
-        r.stream = m->streamId;
-        r.start_ns = m->start;
-        r.end_ns = m->end;
-        r.correlation_id = m->correlationId;
-        r.thread_id = ~0u;
         r.u.copy = {m->bytes, static_cast<std::int32_t>(m->srcDeviceId), static_cast<std::int32_t>(m->dstDeviceId)};
         scratch_.push_back(r);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(activity);
-        Record r = make_record(RecordKind::kMemset);
-        r.device = static_cast<std::int32_t>(m->deviceId);
-        r.stream = m->streamId;
-        r.start_ns = m->start;
-        r.end_ns = m->end;
-        r.correlation_id = m->correlationId;
-        r.thread_id = ~0u;
+        Record r = device_activity(RecordKind::kMemset, *m);
         r.u.memset = {m->bytes, m->value};
         scratch_.push_back(r);
         break;
