@@ -209,18 +209,23 @@ void ChromeTraceWriter::flow_device(const Record& r) {
   pending_device_.emplace(r.correlation_id, device);  // a graph's later kernels share the id: first one wins
 }
 
-void ChromeTraceWriter::kernel(const Record& r) {
-  device_track(r.device, r.stream);
-  const auto& k = r.u.kernel;
-  common("X", demangled(k.name), "kernel", r.device, r.stream, r.start_ns);
-  buffer_ += ",\"dur\":";
-  append_us(buffer_, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
+// Opens the args every device activity carries: where it ran and the launch it belongs to.
+void ChromeTraceWriter::device_args(const Record& r) {
   buffer_ += ",\"args\":{\"device\":";
   append_int(buffer_, r.device);
   buffer_ += ",\"stream\":";
   append_int(buffer_, r.stream);
   buffer_ += ",\"correlation\":";
   append_int(buffer_, r.correlation_id);
+}
+
+void ChromeTraceWriter::kernel(const Record& r) {
+  device_track(r.device, r.stream);
+  const auto& k = r.u.kernel;
+  common("X", demangled(k.name), "kernel", r.device, r.stream, r.start_ns);
+  buffer_ += ",\"dur\":";
+  append_us(buffer_, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
+  device_args(r);
   if (auto it = external_ids_.find(r.correlation_id); it != external_ids_.end()) {
     buffer_ += ",\"External id\":";
     append_int(buffer_, it->second);
@@ -369,12 +374,7 @@ void ChromeTraceWriter::write_record(const Record& r, const Record* next, std::s
       const auto code = static_cast<profiler::CopyKindCode>(r.detail);
       common("X", std::string("Memcpy ") + profiler::to_string(code), "gpu_memcpy", r.device, r.stream, r.start_ns);
       duration();
-      buffer_ += ",\"args\":{\"device\":";
-      append_int(buffer_, r.device);
-      buffer_ += ",\"stream\":";
-      append_int(buffer_, r.stream);
-      buffer_ += ",\"correlation\":";
-      append_int(buffer_, r.correlation_id);
+      device_args(r);
       buffer_ += ",\"bytes\":";
       append_int(buffer_, r.u.copy.bytes);
       buffer_ += ",\"kind\":\"";
@@ -392,12 +392,7 @@ void ChromeTraceWriter::write_record(const Record& r, const Record* next, std::s
       device_track(r.device, r.stream);
       common("X", "Memset (Device)", "gpu_memset", r.device, r.stream, r.start_ns);
       duration();
-      buffer_ += ",\"args\":{\"device\":";
-      append_int(buffer_, r.device);
-      buffer_ += ",\"stream\":";
-      append_int(buffer_, r.stream);
-      buffer_ += ",\"correlation\":";
-      append_int(buffer_, r.correlation_id);
+      device_args(r);
       buffer_ += ",\"bytes\":";
       append_int(buffer_, r.u.memset.bytes);
       buffer_ += ",\"value\":";
@@ -412,12 +407,7 @@ void ChromeTraceWriter::write_record(const Record& r, const Record* next, std::s
       device_track(r.device, track);
       common("X", profiler::to_string(static_cast<profiler::SyncType>(r.detail)), "cuda_sync", r.device, track, r.start_ns);
       duration();
-      buffer_ += ",\"args\":{\"device\":";
-      append_int(buffer_, r.device);
-      buffer_ += ",\"stream\":";
-      append_int(buffer_, r.stream);
-      buffer_ += ",\"correlation\":";
-      append_int(buffer_, r.correlation_id);
+      device_args(r);
       buffer_ += '}';
       end_event();
       break;

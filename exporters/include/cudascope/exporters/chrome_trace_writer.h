@@ -56,6 +56,7 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   void common(const char* ph, const std::string& name, const char* cat, std::int64_t pid, std::int64_t tid, std::uint64_t ts_ns);
   void device_track(int device, std::int64_t stream);
   void host_thread(std::uint32_t tid);
+  void device_args(const profiler::Record& r);
   void kernel(const profiler::Record& r);
   void nvtx(const profiler::Record& r, const profiler::Record* next, std::size_t available);
   void flow_api(const profiler::Record& r);
