@@ -35,7 +35,7 @@ SessionOptions sim_options() {
 }  // namespace
 
 TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelation) {
-  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "sim backend behaviour";
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
   Session session(sim_options());
   session.start();
   cuda::Stream stream(0);
@@ -83,7 +83,7 @@ TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelatio
 }
 
 TEST(SessionTest, NvtxRangesOfTheRuntimeAreRecordedPerThreadWithTheirText) {
-  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "sim backend behaviour";
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
   Session session(sim_options());
   session.start();
   const std::string long_name(150, 'x');
@@ -111,7 +111,7 @@ TEST(SessionTest, NvtxRangesOfTheRuntimeAreRecordedPerThreadWithTheirText) {
 }
 
 TEST(SessionTest, OnlyTheSelectedActivitiesAreRecordedAndNothingAfterStop) {
-  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "sim backend behaviour";
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
   SessionOptions options = sim_options();
   options.activities = ActivitySet::parse("kernel");
   Session session(options);

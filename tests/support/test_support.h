@@ -42,6 +42,12 @@ ChildResult run_self(const std::vector<std::string>& args, const std::vector<std
 
 }  // namespace cudascope::testing
 
+// For tests of the simulated device's own model: their executables are registered with
+// CUDASCOPE_BACKEND=sim, so they run (never skip) wherever the suite runs, GPU machines too.
+#define CUDASCOPE_REQUIRE_SIM_BACKEND()                                                        \
+  ASSERT_EQ(::cudascope::cuda::backend_name(), "sim")                                          \
+      << "a sim-model test: run it with CUDASCOPE_BACKEND=sim (its ctest registration sets it)"
+
 // Skips (never passes) a test that needs a real GPU when the backend is not cuda or has no device.
 #define CUDASCOPE_REQUIRE_GPU()                                                                 \
   do {                                                                                          \
