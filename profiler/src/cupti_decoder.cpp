@@ -47,18 +47,10 @@ const char* overhead_name(CUpti_ActivityOverheadKind kind) {
   }
 }
 
-// The fields CUPTI's kernel, copy and fill records share: device work on a stream, joined
-// to its launch call by the correlation id, with no host thread of its own.
+// The fields CUPTI's kernel, copy and fill records share.
 template <typename Activity>
 Record device_activity(RecordKind kind, const Activity& a) {
-  Record r = make_record(kind);
-  r.device = static_cast<std::int32_t>(a.deviceId);
-  r.stream = a.streamId;
-  r.start_ns = a.start;
-  r.end_ns = a.end;
-  r.correlation_id = a.correlationId;
-  r.thread_id = ~0u;
-  return r;
+  return make_device_record(kind, static_cast<std::int32_t>(a.deviceId), a.streamId, a.start, a.end, a.correlationId);
 }
 
 }  // namespace

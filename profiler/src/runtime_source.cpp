@@ -50,13 +50,8 @@ void RuntimeSource::on_allocator_event(const ins::AllocatorEvent& event) {
 void RuntimeSource::on_kernel(const ins::KernelActivity& kernel) {
   if (!activities_.contains(Activity::kKernel)) return;
   describe_device(kernel.device);
-  Record r = make_record(RecordKind::kKernel);
-  r.device = kernel.device;
-  r.stream = kernel.stream_id;
-  r.start_ns = kernel.start_ns;
-  r.end_ns = kernel.end_ns;
-  r.correlation_id = kernel.correlation_id;
-  r.thread_id = ~0u;  // device-side: no host thread
+  Record r = make_device_record(RecordKind::kKernel, kernel.device, kernel.stream_id, kernel.start_ns, kernel.end_ns,
+                                kernel.correlation_id);
   r.u.kernel.name = kernel.name;
   std::memcpy(r.u.kernel.grid, kernel.grid, sizeof kernel.grid);
   std::memcpy(r.u.kernel.block, kernel.block, sizeof kernel.block);
@@ -83,14 +78,9 @@ CopyKindCode copy_code(ins::CopyKind kind) {
 void RuntimeSource::on_copy(const ins::CopyActivity& copy) {
   if (!activities_.contains(Activity::kMemcpy)) return;
   describe_device(copy.device);
-  Record r = make_record(RecordKind::kMemcpy);
+  Record r = make_device_record(RecordKind::kMemcpy, copy.device, copy.stream_id, copy.start_ns, copy.end_ns,
+                                copy.correlation_id);
   r.detail = static_cast<std::uint8_t>(copy_code(copy.kind));
-  r.device = copy.device;
-  r.stream = copy.stream_id;
-  r.start_ns = copy.start_ns;
-  r.end_ns = copy.end_ns;
-  r.correlation_id = copy.correlation_id;
-  r.thread_id = ~0u;
   r.u.copy = {copy.bytes, copy.src_device, copy.dst_device};
   buffers().emit(r);
 }
@@ -98,13 +88,8 @@ void RuntimeSource::on_copy(const ins::CopyActivity& copy) {
 void RuntimeSource::on_memset(const ins::MemsetActivity& memset) {
   if (!activities_.contains(Activity::kMemset)) return;
   describe_device(memset.device);
-  Record r = make_record(RecordKind::kMemset);
-  r.device = memset.device;
-  r.stream = memset.stream_id;
-  r.start_ns = memset.start_ns;
-  r.end_ns = memset.end_ns;
-  r.correlation_id = memset.correlation_id;
-  r.thread_id = ~0u;
+  Record r = make_device_record(RecordKind::kMemset, memset.device, memset.stream_id, memset.start_ns, memset.end_ns,
+                                memset.correlation_id);
   r.u.memset = {memset.bytes, static_cast<std::uint32_t>(memset.value)};
   buffers().emit(r);
 }

@@ -166,6 +166,20 @@ inline Record make_record(RecordKind kind) noexcept {
   return r;
 }
 
+// A record of work a device did on a stream (kernel, copy, fill): joined to its launch call
+// by the correlation id, with no host thread of its own.
+inline Record make_device_record(RecordKind kind, std::int32_t device, std::int64_t stream, std::uint64_t start_ns,
+                                 std::uint64_t end_ns, std::uint32_t correlation_id) noexcept {
+  Record r = make_record(kind);
+  r.device = device;
+  r.stream = stream;
+  r.start_ns = start_ns;
+  r.end_ns = end_ns;
+  r.correlation_id = correlation_id;
+  r.thread_id = ~0u;
+  return r;
+}
+
 // The text a NVTX record carries, joined with its continuation records (`next` points at
 // the first record after `r`, `available` records of which may be read).
 std::string record_text(const Record& r, const Record* next, std::size_t available);
