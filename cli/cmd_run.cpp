@@ -5,7 +5,7 @@
 // stdout/stderr are left alone; its exit status is passed through (128+N for signal N).
 #include "command.h"
 
-#include <cudascope/exporters/trace_reader.h>
+#include <cudascope/analysis/trace_reader.h>
 #include <cudascope/profiler/activities.h>
 
 #include <poll.h>
@@ -139,7 +139,7 @@ int run_traced(const RunOptions& options) {
   }
   if (WIFSIGNALED(status)) {
     // Killed before it could close its trace: keep what it flushed, closed so it loads.
-    const std::string problem = cudascope::exporters::repair_trace_file(output);
+    const std::string problem = cudascope::analysis::repair_trace_file(output);
     if (!problem.empty()) std::fprintf(stderr, "cudascope: closing the cut-short trace: %s\n", problem.c_str());
     std::fprintf(stderr, "cudascope: the program ended by signal %d; the trace holds what it recorded up to its last flush\n",
                  WTERMSIG(status));

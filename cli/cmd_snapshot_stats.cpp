@@ -2,8 +2,8 @@
 // pickle or cudascope JSON, plain or gzip), from the same library the viewer uses.
 #include "command.h"
 
-#include <cudascope/snapshot/figures.h>
-#include <cudascope/snapshot/loader.h>
+#include <cudascope/analysis/figures.h>
+#include <cudascope/analysis/loader.h>
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +12,7 @@
 
 namespace {
 
-using namespace cudascope::snapshot;
+using namespace cudascope::analysis;
 
 std::string human(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -2,8 +2,8 @@
 // from a trace (as nsys stats prints them), and the records dropped while recording.
 #include "command.h"
 
-#include <cudascope/exporters/trace_reader.h>
-#include <cudascope/exporters/trace_stats.h>
+#include <cudascope/analysis/trace_reader.h>
+#include <cudascope/analysis/trace_stats.h>
 
 #include <cstdio>
 #include <stdexcept>
@@ -18,12 +18,12 @@ struct StatsOptions {
 };
 
 int print_stats(const StatsOptions& options) {
-  const cudascope::exporters::TraceReadResult read = cudascope::exporters::read_trace(options.path);
+  const cudascope::analysis::TraceReadResult read = cudascope::analysis::read_trace(options.path);
   if (!read.ok()) throw std::runtime_error(read.error);
-  const auto stats = cudascope::exporters::compute_stats(read.trace);
-  std::fputs(cudascope::exporters::format_stats(stats, options.csv).c_str(), stdout);
+  const auto stats = cudascope::analysis::compute_stats(read.trace);
+  std::fputs(cudascope::analysis::format_stats(stats, options.csv).c_str(), stdout);
   if (!options.check) return 0;
-  const auto problems = cudascope::exporters::validate_trace(read.trace);
+  const auto problems = cudascope::analysis::validate_trace(read.trace);
   for (const std::string& problem : problems) std::fprintf(stderr, "%s: %s\n", options.path.c_str(), problem.c_str());
   if (problems.empty()) std::fprintf(stderr, "%s: follows the trace format's rules\n", options.path.c_str());
   return problems.empty() ? 0 : 1;

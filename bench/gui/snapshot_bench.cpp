@@ -3,8 +3,8 @@
 // timeline redraw time at full zoom-out and zoomed in (core render and the whole widget).
 #include <cudascope/gui/loaded_snapshot.h>
 #include <cudascope/gui/timeline_view.h>
-#include <cudascope/snapshot/allocator_replay.h>
-#include <cudascope/snapshot/loader.h>
+#include <cudascope/analysis/allocator_replay.h>
+#include <cudascope/analysis/loader.h>
 
 #include <QApplication>
 
@@ -28,13 +28,13 @@ std::string snapshot_path() {
 }
 
 std::shared_ptr<const gui::LoadedSnapshot> load_and_index(const std::string& path) {
-  auto r = snapshot::load_snapshot(path);
+  auto r = analysis::load_snapshot(path);
   if (!r) {
     std::fprintf(stderr, "%s\n", r.error().message().c_str());
     std::exit(1);
   }
   auto loaded = gui::index_snapshot(std::move(r).value());
-  snapshot::AllocatorReplay replay(*loaded->snapshot, loaded->device);  // the state view's checkpoints
+  analysis::AllocatorReplay replay(*loaded->snapshot, loaded->device);  // the state view's checkpoints
   benchmark::DoNotOptimize(replay.spacing());
   return loaded;
 }
@@ -100,9 +100,9 @@ void BM_TimelineRender(benchmark::State& state) {
   const int64_t span = std::max<int64_t>(1, int64_t(double(t.end_us() - t.begin_us()) * fraction));
   const int64_t t0 = t.begin_us() + (t.end_us() - t.begin_us() - span) * 3 / 4;  // inside the busy part
   std::vector<uint32_t> pixels(1600 * 600);
-  std::vector<snapshot::TimelineColumn> columns;
+  std::vector<analysis::TimelineColumn> columns;
   for (auto _ : state) {
-    t.render(snapshot::TimelineView{t0, t0 + span, t.peak_bytes(), 1600, 600}, pixels.data(), 1600, &columns);
+    t.render(analysis::TimelineView{t0, t0 + span, t.peak_bytes(), 1600, 600}, pixels.data(), 1600, &columns);
     benchmark::ClobberMemory();
   }
   state.counters["intervals"] = double(t.intervals().size());

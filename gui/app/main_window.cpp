@@ -50,8 +50,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* compare_bar = new QHBoxLayout;
   auto* compare_button = new QPushButton(tr("Compare with..."));
   group_by_ = new QComboBox;
-  group_by_->addItem(tr("group by user frame"), int(snapshot::GroupBy::user_frame));
-  group_by_->addItem(tr("group by top frame"), int(snapshot::GroupBy::top_frame));
+  group_by_->addItem(tr("group by user frame"), int(analysis::GroupBy::user_frame));
+  group_by_->addItem(tr("group by top frame"), int(analysis::GroupBy::top_frame));
   compare_label_ = new QLabel(tr("Open a second snapshot to see what grew, by allocating frame."));
   compare_bar->addWidget(compare_button);
   compare_bar->addWidget(group_by_);
@@ -181,8 +181,8 @@ void MainWindow::showSnapshot(std::shared_ptr<const LoadedSnapshot> loaded, cons
 
 void MainWindow::updateComparison() {
   if (!current_ || !compared_) return;
-  const auto group = static_cast<snapshot::GroupBy>(group_by_->currentData().toInt());
-  compare_->setComparison(snapshot::compare_snapshots(*current_->snapshot, *compared_->snapshot, group));
+  const auto group = static_cast<analysis::GroupBy>(group_by_->currentData().toInt());
+  compare_->setComparison(analysis::compare_snapshots(*current_->snapshot, *compared_->snapshot, group));
   const auto& c = compare_->comparison();
   compare_label_->setText(tr("A = %1 (%2 live)   B = %3 (%4 live)   growth %5")
                               .arg(QFileInfo(current_path_).fileName(), formatBytes(c.total_a),

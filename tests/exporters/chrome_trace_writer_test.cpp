@@ -1,6 +1,6 @@
 #include <cudascope/exporters/chrome_trace_writer.h>
-#include <cudascope/exporters/trace_reader.h>
-#include <cudascope/exporters/trace_stats.h>
+#include <cudascope/analysis/trace_reader.h>
+#include <cudascope/analysis/trace_stats.h>
 
 #include <gtest/gtest.h>
 
@@ -124,11 +124,11 @@ TEST(ChromeTraceWriterTest, StepTraceMatchesTheGoldenFile) {
 TEST(ChromeTraceWriterTest, WrittenTraceFollowsTheFormatRulesAndClosesOpenRangesAtTheEnd) {
   const std::string path = temp_path("rules_trace.json.gz");
   write_trace(path, step_records(), {9, 0, 0, kStart + 30000});
-  const auto read = exporters::read_trace(path);
+  const auto read = analysis::read_trace(path);
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_TRUE(read.trace.complete);
   EXPECT_FALSE(read.trace.repaired);
-  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  EXPECT_EQ(analysis::validate_trace(read.trace), std::vector<std::string>{});
   EXPECT_EQ(read.trace.rank, 1);
   EXPECT_EQ(read.trace.world_size, 4);
   int flows = 0;
@@ -137,7 +137,9 @@ TEST(ChromeTraceWriterTest, WrittenTraceFollowsTheFormatRulesAndClosesOpenRanges
       ++flows;
       EXPECT_EQ(e.id, "7") << "the flow joins the launch and its kernel, not the copy without a launch";
     }
-    if (e.ph == "E" && e.name == "left open") EXPECT_EQ(e.ts_ns, static_cast<std::int64_t>(kStart + 30000));
+    if (e.ph == "E" && e.name == "left open") {
+      EXPECT_EQ(e.ts_ns, static_cast<std::int64_t>(kStart + 30000));
+    }
     if (e.ph == "X" && e.cat == "kernel") {
       EXPECT_EQ(e.name, "add_kernel(float*, float*, int)") << "names are demangled";
       EXPECT_EQ(e.dur_ns, 10250);
@@ -156,9 +158,9 @@ TEST(ChromeTraceWriterTest, ValidatorReportsUnbalancedRangesAndUnpairedFlows) {
       "{\"ph\":\"s\",\"name\":\"ac2g\",\"cat\":\"ac2g\",\"id\":5,\"pid\":1,\"tid\":1,\"ts\":3.0},\n"
       "{\"ph\":\"X\",\"name\":\"k\",\"pid\":\"1\",\"tid\":1,\"ts\":3.0}\n"
       "],\"cudascopeSummary\":{\"complete\":true}}";
-  const auto read = exporters::parse_trace(text, "inline");
+  const auto read = analysis::parse_trace(text, "inline");
   ASSERT_TRUE(read.ok()) << read.error;
-  const auto problems = exporters::validate_trace(read.trace);
+  const auto problems = analysis::validate_trace(read.trace);
   const auto has = [&](const std::string& needle) {
     for (const auto& p : problems) {
       if (p.find(needle) != std::string::npos) return true;

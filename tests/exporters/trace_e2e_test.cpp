@@ -3,8 +3,8 @@
 #include "test_support.h"
 
 #include <cudascope/cuda/memory.h>
-#include <cudascope/exporters/trace_reader.h>
-#include <cudascope/exporters/trace_stats.h>
+#include <cudascope/analysis/trace_reader.h>
+#include <cudascope/analysis/trace_stats.h>
 
 #include <nvtx3/nvToolsExt.h>
 #include <signal.h>
@@ -125,7 +125,7 @@ std::pair<int, std::string> finish(Child child) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
 }
 
-int count_kernels(const exporters::Trace& trace) {
+int count_kernels(const analysis::Trace& trace) {
   int n = 0;
   for (const auto& e : trace.events) n += e.ph == "X" && e.cat == "kernel";
   return n;
@@ -139,10 +139,10 @@ TEST(TraceEndToEndTest, CudascopeRunRecordsKernelsNvtxAndMemoryOfAProgramOnSimAn
                                      {{"CUDASCOPE_BACKEND", "sim"}}));
   EXPECT_EQ(code, 3) << "the child's exit code passes through";
   EXPECT_EQ(output, "workload done\n") << "the child's stdout is left alone";
-  const auto read = exporters::read_trace(trace);
+  const auto read = analysis::read_trace(trace);
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_TRUE(read.trace.complete);
-  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  EXPECT_EQ(analysis::validate_trace(read.trace), std::vector<std::string>{});
   EXPECT_EQ(read.trace.source, "sim");
   EXPECT_EQ(count_kernels(read.trace), kSteps);
 
@@ -175,7 +175,7 @@ TEST(TraceEndToEndTest, CudascopeRunRecordsKernelsNvtxAndMemoryOfAProgramOnSimAn
   EXPECT_EQ(launches.size(), static_cast<std::size_t>(kSteps));
   EXPECT_GE(memory_counters, 2 * kSteps) << "a counter sample per allocation and free";
   EXPECT_EQ(peak_allocated, 1 << 20);
-  const auto stats = exporters::compute_stats(read.trace);
+  const auto stats = analysis::compute_stats(read.trace);
   ASSERT_EQ(stats.kernels.size(), 1u);
   EXPECT_EQ(stats.kernels[0].count, kSteps);
   EXPECT_GE(stats.kernels[0].min_ns, 100000);
@@ -203,12 +203,12 @@ TEST(TraceEndToEndTest, AProgramKilledWithSigkillLeavesATraceThatLoadsUpToItsLas
   const auto [code, output] = finish(child);
   EXPECT_EQ(code, 128 + SIGKILL);
   ASSERT_GE(on_disk, 100) << "the trace was streamed to disk while recording";
-  const auto read = exporters::read_trace(trace);
+  const auto read = analysis::read_trace(trace);
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_TRUE(read.trace.repaired);
   EXPECT_FALSE(read.trace.complete);
   EXPECT_GE(count_kernels(read.trace), on_disk);
-  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  EXPECT_EQ(analysis::validate_trace(read.trace), std::vector<std::string>{});
   std::filesystem::remove(trace);
 }
 
@@ -221,9 +221,9 @@ TEST(TraceEndToEndTest, CudascopeRunClosesTheTraceOfAChildKilledBySignal) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_NE(text.str().find("\"truncated\":true}}"), std::string::npos) << "closed by cudascope run";
-  const auto read = exporters::read_trace(trace);
+  const auto read = analysis::read_trace(trace);
   ASSERT_TRUE(read.ok()) << read.error;
-  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  EXPECT_EQ(analysis::validate_trace(read.trace), std::vector<std::string>{});
   EXPECT_GT(count_kernels(read.trace), 0) << "3000 steps outlast several periodic flushes";
   std::filesystem::remove(trace);
 }
@@ -236,7 +236,7 @@ TEST(TraceEndToEndTest, DelayAndDurationRecordAWindowOfTheRunAndCloseTheTraceAtI
                                       self_path(), "--endless", "40000"},
                                      {{"CUDASCOPE_BACKEND", "sim"}}));
   EXPECT_EQ(code, 128 + SIGKILL);
-  const auto read = exporters::read_trace(trace);
+  const auto read = analysis::read_trace(trace);
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_TRUE(read.trace.complete) << "the window ended before the program was killed";
   std::int64_t first = INT64_MAX, last = 0;
@@ -250,7 +250,7 @@ TEST(TraceEndToEndTest, DelayAndDurationRecordAWindowOfTheRunAndCloseTheTraceAtI
   EXPECT_GT(kernels, 0);
   EXPECT_LT(kernels, 40000) << "only the window is recorded";
   EXPECT_LE(last - first, 450000000) << "kernels span at most the 0.4 s window";
-  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  EXPECT_EQ(analysis::validate_trace(read.trace), std::vector<std::string>{});
   std::filesystem::remove(trace);
 }
 
@@ -258,11 +258,11 @@ TEST(TraceEndToEndTest, CudascopeTraceAloneRecordsAProgramUsingTheRuntimeFromIni
   const std::string trace = temp_path("env_trace.json");
   auto [code, output] = finish(spawn({self_path(), "--workload"}, {{"CUDASCOPE_BACKEND", "sim"}, {"CUDASCOPE_TRACE", trace}}));
   EXPECT_EQ(code, 3);
-  const auto read = exporters::read_trace(trace);
+  const auto read = analysis::read_trace(trace);
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_TRUE(read.trace.complete) << "closed at exit";
   EXPECT_EQ(count_kernels(read.trace), kSteps);
-  EXPECT_EQ(exporters::compute_stats(read.trace).ranges.size(), static_cast<std::size_t>(kSteps));
+  EXPECT_EQ(analysis::compute_stats(read.trace).ranges.size(), static_cast<std::size_t>(kSteps));
   std::filesystem::remove(trace);
 }
 
@@ -280,12 +280,12 @@ TEST(TraceEndToEndTest, SigtermFinishesTheTraceBeforeTheProgramEnds) {
   kill(child.pid, SIGTERM);
   const auto [code, output] = finish(child);
   EXPECT_EQ(code, 128 + SIGTERM) << "the signal still ends the program";
-  const auto read = exporters::read_trace(trace);
+  const auto read = analysis::read_trace(trace);
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_TRUE(read.trace.complete) << "the trace was finished before the default action ran";
   EXPECT_FALSE(read.trace.repaired);
   EXPECT_GT(count_kernels(read.trace), 0);
-  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
+  EXPECT_EQ(analysis::validate_trace(read.trace), std::vector<std::string>{});
   std::filesystem::remove(trace);
 }
 
@@ -295,10 +295,10 @@ TEST(TraceEndToEndTest, NvtxInjectionRecordsDomainsColoursPayloadsStartEndRanges
                                                                   {"NVTX_INJECTION64_PATH", CUDASCOPE_INJECT_LIBRARY_PATH},
                                                                   {"CUDASCOPE_TRACE", trace}}));
   ASSERT_EQ(code, 0);
-  const auto read = exporters::read_trace(trace);
+  const auto read = analysis::read_trace(trace);
   ASSERT_TRUE(read.ok()) << read.error;
-  EXPECT_EQ(exporters::validate_trace(read.trace), std::vector<std::string>{});
-  std::map<std::string, const exporters::TraceEvent*> by_ph_name;
+  EXPECT_EQ(analysis::validate_trace(read.trace), std::vector<std::string>{});
+  std::map<std::string, const analysis::TraceEvent*> by_ph_name;
   for (const auto& e : read.trace.events) by_ph_name[e.ph + ":" + e.name] = &e;
   ASSERT_TRUE(by_ph_name.count("B:forward"));
   const std::string& args = by_ph_name["B:forward"]->args_json;

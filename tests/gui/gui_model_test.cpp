@@ -18,11 +18,11 @@
 namespace cudascope::gui {
 namespace {
 
-using snapshot::testing::data_path;
-using snapshot::testing::expected_stats;
+using analysis::testing::data_path;
+using analysis::testing::expected_stats;
 
 std::shared_ptr<const LoadedSnapshot> load(const char* name) {
-  return index_snapshot(snapshot::testing::load_fixture(name));
+  return index_snapshot(analysis::testing::load_fixture(name));
 }
 
 // Fatal mode: a broken model contract aborts the test run.
@@ -46,7 +46,7 @@ TEST(GuiModelTest, TraceTableRowsSortAndFilter) {
               model.index(r, TraceTableModel::Size).data(Qt::UserRole).toULongLong());
 
   RecordFilter f;
-  f.action = int(snapshot::Action::alloc);
+  f.action = int(analysis::Action::alloc);
   model.setFilter(f);
   EXPECT_EQ(model.rowCount(), want["actions"]["alloc"].get<int>());
   f.min_size = 1 << 20;
@@ -90,7 +90,7 @@ TEST(GuiModelTest, BlockAndSegmentTablesAndAddressSearch) {
   EXPECT_EQ(segments.recordAt(seg_row), b.segment);
 
   RecordFilter f;
-  f.action = int(snapshot::BlockState::inactive);
+  f.action = int(analysis::BlockState::inactive);
   blocks.setFilter(f);
   uint64_t inactive = 0;
   for (int r = 0; r < blocks.rowCount(); ++r) inactive += blocks.index(r, BlockTableModel::Size).data(Qt::UserRole).toULongLong();
@@ -125,7 +125,7 @@ TEST(GuiModelTest, StackFiguresAndCompareModels) {
   CompareModel compare;
   tester(&compare);
   auto small = load("snap_small_p5.pickle");
-  compare.setComparison(snapshot::compare_snapshots(*small->snapshot, *loaded->snapshot));
+  compare.setComparison(analysis::compare_snapshots(*small->snapshot, *loaded->snapshot));
   ASSERT_GT(compare.rowCount(), 0);
   qlonglong sum = 0;
   for (int r = 0; r < compare.rowCount(); ++r) sum += compare.index(r, CompareModel::Delta).data(Qt::UserRole).toLongLong();

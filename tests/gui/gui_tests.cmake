@@ -5,6 +5,7 @@ cudascope_add_test(NAME gui_model_test
   LABELS unit
   ENV QT_QPA_PLATFORM=offscreen)
 target_compile_definitions(gui_model_test PRIVATE CUDASCOPE_TEST_DATA="${_data}")
+target_include_directories(gui_model_test PRIVATE ${PROJECT_SOURCE_DIR}/tests/analysis)
 
 # The window test needs an X server: run_under_xvfb.sh starts one with xvfb-run, or
 # reports the test skipped (with the reason) when none can be started.

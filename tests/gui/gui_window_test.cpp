@@ -5,7 +5,7 @@
 #include <cudascope/gui/allocator_state_page.h>
 #include <cudascope/gui/allocator_state_view.h>
 #include <cudascope/gui/timeline_view.h>
-#include <cudascope/snapshot/stacked_timeline.h>
+#include <cudascope/analysis/stacked_timeline.h>
 
 #include <QApplication>
 #include <QDir>

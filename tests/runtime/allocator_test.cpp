@@ -315,7 +315,7 @@ TEST_F(AllocatorTest, PythonReadsOurPickle) {
   ASSERT_EQ(std::system("python3 -c 'import pickle' >/dev/null 2>&1"), 0) << "python3 is needed to run the tests";
   cuda::memory::record_memory_history("all");
   void* a = cuda::caching_allocator_alloc(123456);
-  const std::string path = ::testing::TempDir() + "cudascope_snapshot.pickle.gz";
+  const std::string path = ::testing::TempDir() + "cudascope_analysis.pickle.gz";
   cuda::memory::dump_snapshot(path);
   cuda::memory::record_memory_history(std::nullopt);
   cuda::caching_allocator_delete(a);

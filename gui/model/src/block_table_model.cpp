@@ -2,7 +2,7 @@
 
 namespace cudascope::gui {
 
-using snapshot::Block;
+using analysis::Block;
 
 QString BlockTableModel::header(int column) const {
   static const char* names[] = {"Segment", "Address", "Size", "Requested", "State", "Stream", "Frame"};
@@ -17,7 +17,7 @@ QVariant BlockTableModel::display(uint32_t r, int column) const {
     case Size: return formatBytes(b.size);
     case Requested: return formatBytes(b.requested_size);
     case State: {
-      const auto name = snapshot::block_state_name(b.state);
+      const auto name = analysis::block_state_name(b.state);
       return QString::fromUtf8(name.data(), int(name.size()));
     }
     case Stream: return formatAddress(snap().stream_value(snap().segments[b.segment].stream));

@@ -4,7 +4,7 @@
 
 namespace cudascope::gui {
 
-void CompareModel::setComparison(snapshot::Comparison comparison) {
+void CompareModel::setComparison(analysis::Comparison comparison) {
   beginResetModel();
   comparison_ = std::move(comparison);
   endResetModel();

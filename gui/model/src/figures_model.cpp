@@ -4,7 +4,7 @@
 
 namespace cudascope::gui {
 
-void FiguresModel::setFigures(const snapshot::Figures& f) {
+void FiguresModel::setFigures(const analysis::Figures& f) {
   beginResetModel();
   rows_.clear();
   auto bytes = [&](const QString& name, uint64_t v) { rows_.push_back({name, formatBytes(v), qulonglong(v)}); };
@@ -22,9 +22,9 @@ void FiguresModel::setFigures(const snapshot::Figures& f) {
   rows_.push_back({"External fragmentation", QString::number(100.0 * f.external_fragmentation_ratio, 'f', 1) + " %",
                    f.external_fragmentation_ratio});
   count("OOM entries", f.oom_entries);
-  for (int a = 0; a < snapshot::kActionCount; ++a)
+  for (int a = 0; a < analysis::kActionCount; ++a)
     if (f.actions[a]) {
-      const auto name = snapshot::action_name(static_cast<snapshot::Action>(a));
+      const auto name = analysis::action_name(static_cast<analysis::Action>(a));
       count("Trace: " + QString::fromUtf8(name.data(), int(name.size())), f.actions[a]);
     }
   for (const auto& s : f.streams) {

@@ -46,7 +46,7 @@ void RecordTableModel::rebuild() {
   endResetModel();
 }
 
-bool RecordTableModel::stackMatches(snapshot::StackId stack) const {
+bool RecordTableModel::stackMatches(analysis::StackId stack) const {
   if (filter_.frame_text.isEmpty()) return true;
   if (stack_match_.size() != snap().stacks.size()) stack_match_.assign(snap().stacks.size(), -1);
   int8_t& m = stack_match_[stack];
@@ -54,7 +54,7 @@ bool RecordTableModel::stackMatches(snapshot::StackId stack) const {
   return m == 1;
 }
 
-QString RecordTableModel::frameText(snapshot::StackId stack) const {
+QString RecordTableModel::frameText(analysis::StackId stack) const {
   const auto frames = snap().stack(stack);
   return frames.empty() ? QString() : QString::fromStdString(snap().frame_text(frames.front()));
 }

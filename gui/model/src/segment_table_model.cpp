@@ -2,7 +2,7 @@
 
 namespace cudascope::gui {
 
-using snapshot::Segment;
+using analysis::Segment;
 
 QString SegmentTableModel::header(int column) const {
   static const char* names[] = {"#", "Address", "Total", "Allocated", "Active", "Blocks", "Stream", "Type", "Device"};

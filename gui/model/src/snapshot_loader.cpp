@@ -1,6 +1,6 @@
 #include <cudascope/gui/snapshot_loader.h>
 
-#include <cudascope/snapshot/loader.h>
+#include <cudascope/analysis/loader.h>
 
 #include <QMetaObject>
 #include <QPointer>
@@ -38,7 +38,7 @@ void SnapshotLoader::start(const QString& path) {
       if (self) QMetaObject::invokeMethod(self.data(), fn, Qt::QueuedConnection);
     };
     int last = -1;
-    snapshot::LoadOptions options;
+    analysis::LoadOptions options;
     options.cancel = cancel_flag.get();
     options.progress = [&](double f) {
       const int permille = static_cast<int>(f * 900);  // the last 10% is indexing
@@ -49,7 +49,7 @@ void SnapshotLoader::start(const QString& path) {
         });
       }
     };
-    auto result = snapshot::load_snapshot(path.toStdString(), options);
+    auto result = analysis::load_snapshot(path.toStdString(), options);
     if (!result) {
       const QString message = QString::fromStdString(result.error().message());
       const bool cancelled = result.error().cancelled;

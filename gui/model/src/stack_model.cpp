@@ -2,7 +2,7 @@
 
 namespace cudascope::gui {
 
-void StackModel::setStack(std::shared_ptr<const snapshot::Snapshot> snapshot, snapshot::StackId stack) {
+void StackModel::setStack(std::shared_ptr<const analysis::Snapshot> snapshot, analysis::StackId stack) {
   beginResetModel();
   snapshot_ = std::move(snapshot);
   stack_ = stack;

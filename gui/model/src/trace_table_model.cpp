@@ -2,7 +2,7 @@
 
 namespace cudascope::gui {
 
-using snapshot::TraceEntry;
+using analysis::TraceEntry;
 
 QString TraceTableModel::header(int column) const {
   static const char* names[] = {"#", "Time (ms)", "Action", "Address", "Size", "Stream", "Device", "Frame"};
@@ -17,7 +17,7 @@ QVariant TraceTableModel::display(uint32_t r, int column) const {
       const int64_t t0 = snap().trace.empty() ? 0 : snap().trace.front().time_us;
       return QString::number(double(e.time_us - t0) / 1000.0, 'f', 3);
     }
-    case Action: return QString::fromUtf8(snapshot::action_name(e.action).data(), int(snapshot::action_name(e.action).size()));
+    case Action: return QString::fromUtf8(analysis::action_name(e.action).data(), int(analysis::action_name(e.action).size()));
     case Address: return formatAddress(e.addr);
     case Size: return formatBytes(e.size);
     case Stream: return formatAddress(snap().stream_value(e.stream));
@@ -69,6 +69,6 @@ bool TraceTableModel::covers(uint32_t r, uint64_t address) const {
   return address >= e.addr && address < e.addr + std::max<uint64_t>(e.size, 1);
 }
 
-bool TraceTableModel::highlighted(uint32_t r) const { return snap().trace[r].action == snapshot::Action::oom; }
+bool TraceTableModel::highlighted(uint32_t r) const { return snap().trace[r].action == analysis::Action::oom; }
 
 }  // namespace cudascope::gui

@@ -2,7 +2,7 @@
 
 #include <cudascope/gui/allocator_state_view.h>
 #include <cudascope/gui/record_table_model.h>
-#include <cudascope/snapshot/allocator_replay.h>
+#include <cudascope/analysis/allocator_replay.h>
 
 #include <QHBoxLayout>
 #include <QLabel>
@@ -38,7 +38,7 @@ AllocatorStatePage::~AllocatorStatePage() = default;
 
 void AllocatorStatePage::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded) {
   loaded_ = std::move(loaded);
-  replay_ = std::make_unique<snapshot::AllocatorReplay>(*loaded_->snapshot, loaded_->device);
+  replay_ = std::make_unique<analysis::AllocatorReplay>(*loaded_->snapshot, loaded_->device);
   const int lo = int(replay_->first_entry()) - 1, hi = int(replay_->end_entry()) - 1;
   for (auto* w : {static_cast<QWidget*>(slider_), static_cast<QWidget*>(spin_)}) w->setEnabled(hi > lo);
   {
@@ -63,7 +63,7 @@ void AllocatorStatePage::showEntry(int64_t entry) {
     text = tr("Before the first trace entry");
   } else {
     const auto& e = snap.trace[size_t(state.entry)];
-    const auto action = snapshot::action_name(e.action);
+    const auto action = analysis::action_name(e.action);
     text = tr("%1  %2  %3 at %4 ms   (replayed %5 entries from the nearest checkpoint; checkpoints every %6)")
                .arg(QString::fromUtf8(action.data(), int(action.size())), formatAddress(e.addr), formatBytes(e.size))
                .arg(double(e.time_us - snap.trace[replay_->first_entry()].time_us) / 1000.0, 0, 'f', 3)

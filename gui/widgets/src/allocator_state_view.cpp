@@ -19,7 +19,7 @@ AllocatorStateView::AllocatorStateView(QWidget* parent) : QWidget(parent) {
   setMinimumWidth(400);
 }
 
-void AllocatorStateView::setState(std::shared_ptr<const snapshot::Snapshot> snapshot, snapshot::AllocatorState state,
+void AllocatorStateView::setState(std::shared_ptr<const analysis::Snapshot> snapshot, analysis::AllocatorState state,
                                   bool final_state) {
   snapshot_ = std::move(snapshot);
   state_ = std::move(state);
@@ -34,7 +34,7 @@ QSize AllocatorStateView::sizeHint() const {
   return QSize(900, kHeader + int(state_.segments.size()) * (kRow + kGap) + kMargin);
 }
 
-QRectF AllocatorStateView::blockRect(int segment, const snapshot::StateBlock& b) const {
+QRectF AllocatorStateView::blockRect(int segment, const analysis::StateBlock& b) const {
   const auto& s = state_.segments[size_t(segment)];
   const double scale = double(std::max(1, width() - kLabel - 2 * kMargin)) / double(max_segment_);
   const double x = kLabel + kMargin + double(b.address - s.address) * scale;
@@ -57,7 +57,7 @@ void AllocatorStateView::paintEvent(QPaintEvent* event) {
   std::unordered_map<uint64_t, uint64_t> requested;
   if (final_ && snapshot_) {
     for (const auto& b : snapshot_->blocks)
-      if (b.state == snapshot::BlockState::active_allocated) {
+      if (b.state == analysis::BlockState::active_allocated) {
         requested[b.address] = b.requested_size;
         internal += b.size - std::min(b.size, b.requested_size);
       }
@@ -85,11 +85,11 @@ void AllocatorStateView::paintEvent(QPaintEvent* event) {
                formatAddress(seg.address) + " " + formatBytes(seg.size));
     for (const auto& b : seg.blocks) {
       const QRectF r = blockRect(s, b);
-      const QRgb c = b.state == snapshot::BlockState::active_allocated ? kAllocated
-                     : b.state == snapshot::BlockState::active_pending_free ? kPending
+      const QRgb c = b.state == analysis::BlockState::active_allocated ? kAllocated
+                     : b.state == analysis::BlockState::active_pending_free ? kPending
                                                                              : kInactive;
       p.fillRect(r, QColor::fromRgba(c));
-      if (auto it = requested.find(b.address); b.state == snapshot::BlockState::active_allocated && it != requested.end() &&
+      if (auto it = requested.find(b.address); b.state == analysis::BlockState::active_allocated && it != requested.end() &&
                                                it->second < b.size) {
         QRectF tail = r;
         tail.setLeft(r.left() + r.width() * double(it->second) / double(b.size));
@@ -120,7 +120,7 @@ QString AllocatorStateView::describe(QPoint pt) const {
                      .arg(formatAddress(seg.address), formatBytes(seg.size), formatAddress(snapshot_->stream_value(seg.stream)));
   if (h.block < 0) return text;
   const auto& b = seg.blocks[size_t(h.block)];
-  const auto state = snapshot::block_state_name(b.state);
+  const auto state = analysis::block_state_name(b.state);
   text += QStringLiteral("\nblock %1, %2, %3").arg(formatAddress(b.address), formatBytes(b.size),
                                                  QString::fromUtf8(state.data(), int(state.size())));
   if (b.alloc_entry != UINT32_MAX) text += QStringLiteral("\nallocated by trace entry %1").arg(b.alloc_entry);

@@ -104,14 +104,14 @@ void RecordTablePage::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded) 
   action_->clear();
   if (kind_ == Kind::trace) {
     action_->addItem(tr("all actions"), -1);
-    for (int a = 0; a < snapshot::kActionCount; ++a) {
-      const auto name = snapshot::action_name(static_cast<snapshot::Action>(a));
+    for (int a = 0; a < analysis::kActionCount; ++a) {
+      const auto name = analysis::action_name(static_cast<analysis::Action>(a));
       action_->addItem(QString::fromUtf8(name.data(), int(name.size())), a);
     }
   } else if (kind_ == Kind::blocks) {
     action_->addItem(tr("all states"), -1);
     for (int s = 0; s < 3; ++s) {
-      const auto name = snapshot::block_state_name(static_cast<snapshot::BlockState>(s));
+      const auto name = analysis::block_state_name(static_cast<analysis::BlockState>(s));
       action_->addItem(QString::fromUtf8(name.data(), int(name.size())), s);
     }
   }

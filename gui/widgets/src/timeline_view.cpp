@@ -23,7 +23,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
 }
 
 void TimelineView::setTimeline(std::shared_ptr<const LoadedSnapshot> loaded,
-                               std::shared_ptr<const snapshot::StackedTimeline> timeline, const QString& title) {
+                               std::shared_ptr<const analysis::StackedTimeline> timeline, const QString& title) {
   loaded_ = std::move(loaded);
   timeline_ = std::move(timeline);
   title_ = title;
@@ -66,8 +66,8 @@ QRect TimelineView::plotRect() const {
   return QRect(kLeft, kTop, std::max(1, width() - kLeft - kRight), std::max(1, height() - kTop - kBottom - kChurn));
 }
 
-snapshot::TimelineView TimelineView::viewFor(QSize size) const {
-  snapshot::TimelineView v;
+analysis::TimelineView TimelineView::viewFor(QSize size) const {
+  analysis::TimelineView v;
   v.t0 = t0_;
   v.t1 = t1_;
   v.bytes_max = timeline_ ? std::max<uint64_t>(timeline_->peak_bytes() + timeline_->peak_bytes() / 20, 1) : 1;
@@ -76,10 +76,10 @@ snapshot::TimelineView TimelineView::viewFor(QSize size) const {
   return v;
 }
 
-QImage TimelineView::renderPlot(QSize size, std::vector<snapshot::TimelineColumn>* columns) const {
+QImage TimelineView::renderPlot(QSize size, std::vector<analysis::TimelineColumn>* columns) const {
   QImage image(size, QImage::Format_ARGB32);
   if (!timeline_) {
-    image.fill(QColor::fromRgba(snapshot::StackedTimeline::kBackground));
+    image.fill(QColor::fromRgba(analysis::StackedTimeline::kBackground));
     return image;
   }
   timeline_->render(viewFor(size), reinterpret_cast<uint32_t*>(image.bits()), int(image.bytesPerLine() / 4), columns);
@@ -90,7 +90,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().window());
   const QRect plot = plotRect();
-  std::vector<snapshot::TimelineColumn> columns;
+  std::vector<analysis::TimelineColumn> columns;
   p.drawImage(plot.topLeft(), renderPlot(plot.size(), &columns));
   p.setPen(palette().windowText().color());
   p.drawText(QRect(kLeft, 4, width() - kLeft, kTop - 6), Qt::AlignLeft | Qt::AlignVCenter,

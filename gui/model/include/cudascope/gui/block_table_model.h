@@ -10,7 +10,7 @@ class BlockTableModel : public RecordTableModel {
  public:
   enum Column { Segment, Address, Size, Requested, State, Stream, Frame, ColumnCount };
   using RecordTableModel::RecordTableModel;
-  snapshot::StackId stackOf(uint32_t record) const override { return snap().blocks[record].stack; }
+  analysis::StackId stackOf(uint32_t record) const override { return snap().blocks[record].stack; }
 
  protected:
   size_t recordCount() const override { return snap().blocks.size(); }

@@ -2,7 +2,7 @@
 // Growth between two snapshots, one row per allocating frame (largest growth first).
 // Qt::UserRole holds raw numbers (the delta as qlonglong).
 
-#include <cudascope/snapshot/compare.h>
+#include <cudascope/analysis/compare.h>
 
 #include <QAbstractTableModel>
 
@@ -13,15 +13,15 @@ class CompareModel : public QAbstractTableModel {
  public:
   enum Column { Frame, BytesA, BytesB, Delta, CountA, CountB, ColumnCount };
   using QAbstractTableModel::QAbstractTableModel;
-  void setComparison(snapshot::Comparison comparison);
-  const snapshot::Comparison& comparison() const { return comparison_; }
+  void setComparison(analysis::Comparison comparison);
+  const analysis::Comparison& comparison() const { return comparison_; }
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
-  snapshot::Comparison comparison_;
+  analysis::Comparison comparison_;
 };
 
 }  // namespace cudascope::gui

@@ -2,7 +2,7 @@
 // The derived figures as a two-column table (figure, value), overall then per stream.
 // Qt::UserRole holds the raw number.
 
-#include <cudascope/snapshot/figures.h>
+#include <cudascope/analysis/figures.h>
 
 #include <QAbstractTableModel>
 
@@ -14,7 +14,7 @@ class FiguresModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   using QAbstractTableModel::QAbstractTableModel;
-  void setFigures(const snapshot::Figures& figures);
+  void setFigures(const analysis::Figures& figures);
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;

@@ -50,7 +50,7 @@ class RecordTableModel : public QAbstractTableModel {
   int findAddress(uint64_t address, int after = -1) const;
   // The first row, after `after`, whose stack has a frame containing `text` (-1 if none).
   int findFrameText(const QString& text, int after = -1) const;
-  virtual snapshot::StackId stackOf(uint32_t record) const = 0;
+  virtual analysis::StackId stackOf(uint32_t record) const = 0;
 
  protected:
   virtual size_t recordCount() const = 0;
@@ -63,10 +63,10 @@ class RecordTableModel : public QAbstractTableModel {
   virtual bool covers(uint32_t record, uint64_t address) const = 0;
   virtual bool highlighted(uint32_t) const { return false; }
 
-  bool stackMatches(snapshot::StackId stack) const;  // against filter_.frame_text
+  bool stackMatches(analysis::StackId stack) const;  // against filter_.frame_text
   bool sizeMatches(uint64_t size) const { return size >= filter_.min_size && size <= filter_.max_size; }
-  const snapshot::Snapshot& snap() const { return *loaded_->snapshot; }
-  QString frameText(snapshot::StackId stack) const;  // the innermost frame
+  const analysis::Snapshot& snap() const { return *loaded_->snapshot; }
+  QString frameText(analysis::StackId stack) const;  // the innermost frame
 
   std::shared_ptr<const LoadedSnapshot> loaded_;
   RecordFilter filter_;

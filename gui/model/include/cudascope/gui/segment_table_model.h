@@ -10,7 +10,7 @@ class SegmentTableModel : public RecordTableModel {
  public:
   enum Column { Index, Address, Total, Allocated, Active, Blocks, Stream, Type, Device, ColumnCount };
   using RecordTableModel::RecordTableModel;
-  snapshot::StackId stackOf(uint32_t record) const override { return snap().segments[record].stack; }
+  analysis::StackId stackOf(uint32_t record) const override { return snap().segments[record].stack; }
 
  protected:
   size_t recordCount() const override { return snap().segments.size(); }

@@ -11,7 +11,7 @@ class TraceTableModel : public RecordTableModel {
  public:
   enum Column { Index, Time, Action, Address, Size, Stream, Device, Frame, ColumnCount };
   using RecordTableModel::RecordTableModel;
-  snapshot::StackId stackOf(uint32_t record) const override { return snap().trace[record].stack; }
+  analysis::StackId stackOf(uint32_t record) const override { return snap().trace[record].stack; }
 
  protected:
   size_t recordCount() const override { return snap().trace.size(); }

@@ -12,7 +12,7 @@ class QLabel;
 class QSlider;
 class QSpinBox;
 
-namespace cudascope::snapshot {
+namespace cudascope::analysis {
 class AllocatorReplay;
 }
 
@@ -32,7 +32,7 @@ class AllocatorStatePage : public QWidget {
 
  private:
   std::shared_ptr<const LoadedSnapshot> loaded_;
-  std::unique_ptr<snapshot::AllocatorReplay> replay_;
+  std::unique_ptr<analysis::AllocatorReplay> replay_;
   QSlider* slider_;
   QSpinBox* spin_;
   QLabel* entry_label_;

@@ -4,8 +4,8 @@
 // fragmentation (the unrequested tail of each allocated block, hatched); the header line
 // gives reserved/allocated/active, external fragmentation and the largest free block.
 
-#include <cudascope/snapshot/allocator_replay.h>
-#include <cudascope/snapshot/snapshot.h>
+#include <cudascope/analysis/allocator_replay.h>
+#include <cudascope/analysis/snapshot.h>
 
 #include <QWidget>
 
@@ -20,8 +20,8 @@ class AllocatorStateView : public QWidget {
 
   explicit AllocatorStateView(QWidget* parent = nullptr);
   // `final_state` enables the requested-size overlay (only the snapshot's own blocks know it).
-  void setState(std::shared_ptr<const snapshot::Snapshot> snapshot, snapshot::AllocatorState state, bool final_state);
-  const snapshot::AllocatorState& state() const { return state_; }
+  void setState(std::shared_ptr<const analysis::Snapshot> snapshot, analysis::AllocatorState state, bool final_state);
+  const analysis::AllocatorState& state() const { return state_; }
   QSize sizeHint() const override;
   QString describe(QPoint point) const;
 
@@ -34,10 +34,10 @@ class AllocatorStateView : public QWidget {
     int segment = -1, block = -1;
   };
   Hit hitAt(QPoint p) const;
-  QRectF blockRect(int segment, const snapshot::StateBlock& block) const;
+  QRectF blockRect(int segment, const analysis::StateBlock& block) const;
 
-  std::shared_ptr<const snapshot::Snapshot> snapshot_;
-  snapshot::AllocatorState state_;
+  std::shared_ptr<const analysis::Snapshot> snapshot_;
+  analysis::AllocatorState state_;
   bool final_ = false;
   uint64_t max_segment_ = 1;
 };

@@ -19,7 +19,7 @@ class TimelineView : public QWidget {
  public:
   explicit TimelineView(QWidget* parent = nullptr);
 
-  void setTimeline(std::shared_ptr<const LoadedSnapshot> loaded, std::shared_ptr<const snapshot::StackedTimeline> timeline,
+  void setTimeline(std::shared_ptr<const LoadedSnapshot> loaded, std::shared_ptr<const analysis::StackedTimeline> timeline,
                    const QString& title);
   int64_t rangeBegin() const { return t0_; }
   int64_t rangeEnd() const { return t1_; }
@@ -28,7 +28,7 @@ class TimelineView : public QWidget {
   void pan(double fraction);                      // of the visible range; positive moves later
   void resetZoom();
   // The plot area alone, rendered at `size` (what paintEvent draws; benchmarks time it).
-  QImage renderPlot(QSize size, std::vector<snapshot::TimelineColumn>* columns = nullptr) const;
+  QImage renderPlot(QSize size, std::vector<analysis::TimelineColumn>* columns = nullptr) const;
   // Tooltip text for a point of the plot area, empty over nothing.
   QString describe(QPoint plot_point, QSize plot_size) const;
   QRect plotRect() const;
@@ -45,10 +45,10 @@ class TimelineView : public QWidget {
   void keyPressEvent(QKeyEvent*) override;
 
  private:
-  snapshot::TimelineView viewFor(QSize size) const;
+  analysis::TimelineView viewFor(QSize size) const;
 
   std::shared_ptr<const LoadedSnapshot> loaded_;
-  std::shared_ptr<const snapshot::StackedTimeline> timeline_;
+  std::shared_ptr<const analysis::StackedTimeline> timeline_;
   QString title_;
   int64_t t0_ = 0, t1_ = 1;
   bool dragging_ = false;

@@ -1,0 +1,36 @@
+#pragma once
+// Loading allocator snapshots: PyTorch's pickles (torch.cuda.memory._dump_snapshot,
+// protocols 2 to 5) and cudascope's JSON, each plain or gzip-compressed, told apart by
+// their first bytes rather than by file name.
+//
+// The loaders stream (bounded buffers, records converted as they are read), report
+// progress, honour a cancellation flag, and never throw or crash on bad input: they return
+// a LoadError naming the file, the byte offset and what was expected there. Byte offsets
+// count the decompressed stream. Safe to call from any thread; each call is independent.
+
+#include <cudascope/analysis/load_error.h>
+#include <cudascope/analysis/snapshot.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace cudascope::analysis {
+
+struct LoadOptions {
+  // Called on the loading thread with the fraction of the input consumed (0..1), about
+  // once per MiB. Keep it cheap; post to the UI thread from it.
+  std::function<void(double)> progress;
+  // When set and it becomes true, the load stops soon and returns a cancelled LoadError.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+enum class SnapshotFormat { pickle, json };
+
+Result<Snapshot> load_snapshot(const std::string& path, const LoadOptions& options = {});
+// Same, from bytes already in memory; `name` stands for the file in messages.
+Result<Snapshot> load_snapshot_from_bytes(std::string_view bytes, const std::string& name,
+                                          const LoadOptions& options = {});
+
+}  // namespace cudascope::analysis

@@ -1,0 +1,85 @@
+#include "snapshot_builder.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace cudascope::analysis::detail {
+
+StreamId SnapshotBuilder::stream(uint64_t raw) {
+  auto [it, inserted] = stream_index_.try_emplace(raw, static_cast<StreamId>(snap_.streams.size()));
+  if (inserted) {
+    if (snap_.streams.size() >= UINT16_MAX) return 0;  // absurd input: fold into stream 0
+    snap_.streams.push_back(raw);
+  }
+  return it->second;
+}
+
+Result<Snapshot> SnapshotBuilder::finish(uint64_t end_offset) {
+  auto& segments = snap_.segments;
+  missing.resize(segments.size());
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& s = segments[i];
+    if (uint64_t{s.first_block} + s.block_count > snap_.blocks.size())
+      return LoadError{snap_.source, end_offset, "expected segment blocks within the block list"};
+  }
+
+  // Order segments by (device, address) and their blocks with them.
+  std::vector<uint32_t> order(segments.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::pair(segments[a].device, segments[a].address) < std::pair(segments[b].device, segments[b].address);
+  });
+  std::vector<Segment> sorted_segments;
+  std::vector<Missing> sorted_missing;
+  std::vector<Block> sorted_blocks;
+  sorted_segments.reserve(segments.size());
+  sorted_blocks.reserve(snap_.blocks.size());
+  for (uint32_t i : order) {
+    Segment s = segments[i];
+    const auto first = snap_.blocks.begin() + s.first_block;
+    s.first_block = static_cast<uint32_t>(sorted_blocks.size());
+    sorted_blocks.insert(sorted_blocks.end(), first, first + s.block_count);
+    uint64_t next = s.address;
+    uint64_t allocated = 0, active = 0, requested = 0;
+    for (uint32_t b = s.first_block; b < s.first_block + s.block_count; ++b) {
+      Block& block = sorted_blocks[b];
+      if (block.address == kUnknownAddress) block.address = next;
+      next = block.address + block.size;
+      block.segment = static_cast<uint32_t>(sorted_segments.size());
+      if (block.state == BlockState::active_allocated) allocated += block.size;
+      if (block.state != BlockState::inactive) {
+        active += block.size;
+        requested += block.requested_size;
+      }
+    }
+    const Missing m = missing[i];
+    if (m.allocated) s.allocated_size = allocated;
+    if (m.active) s.active_size = active;
+    if (m.requested) s.requested_size = requested;
+    sorted_segments.push_back(s);
+    sorted_missing.push_back(m);
+  }
+  segments = std::move(sorted_segments);
+  snap_.blocks = std::move(sorted_blocks);
+  missing = std::move(sorted_missing);
+
+  // Per-device trace ranges.
+  snap_.devices.clear();
+  auto& trace = snap_.trace;
+  for (uint32_t i = 0; i < trace.size();) {
+    uint32_t j = i;
+    while (j < trace.size() && trace[j].device == trace[i].device) ++j;
+    for (const auto& d : snap_.devices)
+      if (d.device == trace[i].device)
+        return LoadError{snap_.source, end_offset, "expected the trace entries of each device to be contiguous"};
+    snap_.devices.push_back(DeviceTrace{trace[i].device, i, j});
+    i = j;
+  }
+  for (uint32_t i = 0; i < trace.size(); ++i)
+    if (trace[i].action == Action::oom && std::none_of(snap_.oom_device_free.begin(), snap_.oom_device_free.end(),
+                                                        [&](const auto& p) { return p.first == i; }))
+      snap_.oom_device_free.emplace_back(i, 0);
+  return std::move(snap_);
+}
+
+}  // namespace cudascope::analysis::detail

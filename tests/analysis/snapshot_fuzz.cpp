@@ -1,0 +1,113 @@
+// Fuzzing the loaders. LLVMFuzzerTestOneInput is a libFuzzer entry point (build this file
+// with -fsanitize=fuzzer to fuzz for real); the tests below run the same function over a
+// deterministic corpus: every snap_* file, truncations of the small fixtures at many
+// lengths, and thousands of garbled variants (flipped, inserted, deleted bytes).
+#include "snapshot_test_support.h"
+
+#include <cudascope/analysis/allocator_replay.h>
+#include <cudascope/analysis/figures.h>
+#include <cudascope/analysis/stacked_timeline.h>
+
+#include <filesystem>
+#include <random>
+
+namespace cudascope::analysis {
+namespace {
+
+// Loads; on success exercises everything derived from the snapshot too.
+bool fuzz_one(std::string_view bytes) {
+  auto r = load_snapshot_from_bytes(bytes, "fuzz");
+  if (!r) {
+    const LoadError& e = r.error();
+    if (e.expected.empty() || e.file != "fuzz") std::abort();  // every failure explains itself
+    return false;
+  }
+  const Snapshot& snap = r.value();
+  (void)compute_figures(snap);
+  for (int device : snap.device_ids()) {
+    AllocatorReplay replay(snap, device);
+    (void)replay.state_after(replay.first_entry() + (replay.end_entry() - replay.first_entry()) / 2);
+    const auto timeline = StackedTimeline::build(snap, device, StackedTimeline::Kind::allocations);
+    std::vector<uint32_t> pixels(64 * 16);
+    timeline.render(TimelineView{timeline.begin_us(), timeline.end_us(), timeline.peak_bytes() + 1, 64, 16},
+                    pixels.data(), 64);
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace cudascope::analysis
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  cudascope::analysis::fuzz_one(std::string_view(reinterpret_cast<const char*>(data), size));
+  return 0;
+}
+
+#ifndef CUDASCOPE_LIBFUZZER
+namespace cudascope::analysis {
+namespace {
+
+using testing::data_path;
+using testing::read_file;
+
+TEST(SnapshotFuzzTest, EveryDataFileLoadsOrFailsCleanly) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(CUDASCOPE_TEST_DATA)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("snap_", 0) != 0) continue;
+    const std::string bytes = read_file(entry.path().string());
+    const bool ok = fuzz_one(bytes);
+    if (name.rfind("snap_bad_", 0) == 0) {
+      EXPECT_FALSE(ok) << name;
+    }
+    ++files;
+  }
+  EXPECT_GE(files, 10);
+}
+
+TEST(SnapshotFuzzTest, EveryTruncationFailsWithAnOffsetInsideTheData) {
+  for (const char* name : {"snap_small_p5.pickle", "snap_small.json"}) {
+    const std::string bytes = read_file(data_path(name));
+    ASSERT_FALSE(bytes.empty());
+    size_t tried = 0;
+    for (size_t len = 0; len < bytes.size(); len += (len < 4096 ? 1 : 97)) {
+      auto r = load_snapshot_from_bytes(std::string_view(bytes).substr(0, len), "cut");
+      ASSERT_FALSE(r) << name << " cut at " << len << " loaded";
+      EXPECT_LE(r.error().offset, len) << r.error().message();
+      ++tried;
+    }
+    EXPECT_GT(tried, 1000u);
+  }
+}
+
+TEST(SnapshotFuzzTest, GarbledVariantsNeverCrash) {
+  std::mt19937_64 rng(20261122);
+  int loaded = 0, failed = 0;
+  for (const char* name : {"snap_small_p5.pickle", "snap_small.json", "snap_transformer_p4.pickle.gz"}) {
+    const std::string seed = read_file(data_path(name));
+    ASSERT_TRUE(load_snapshot_from_bytes(seed, "seed")) << name;
+    // Garbling gzip exercises the inflate path; fewer rounds, as each one inflates the file.
+    const int rounds = uint8_t(seed[0]) == 0x1f ? 300 : 1500;
+    for (int round = 0; round < rounds; ++round) {
+      std::string bytes = seed;
+      const int edits = 1 + static_cast<int>(rng() % 8);
+      for (int e = 0; e < edits; ++e) {
+        const size_t pos = rng() % bytes.size();
+        switch (rng() % 4) {
+          case 0: bytes[pos] = static_cast<char>(rng()); break;
+          case 1: bytes[pos] = static_cast<char>(bytes[pos] ^ (1 << (rng() % 8))); break;
+          case 2: bytes.insert(pos, 1, static_cast<char>(rng())); break;
+          default: bytes.erase(pos, 1 + rng() % 16); break;
+        }
+        if (bytes.empty()) bytes = "x";
+      }
+      (fuzz_one(bytes) ? loaded : failed)++;
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_EQ(loaded + failed, 3300);
+}
+
+}  // namespace
+}  // namespace cudascope::analysis
+#endif
