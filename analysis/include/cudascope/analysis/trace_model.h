@@ -1,0 +1,224 @@
+#pragma once
+// The in-memory form of a trace: cudascope's own, torch.profiler (Kineto) and plain Chrome
+// trace-event files all load into this one model, which `cudascope stats`, `--check` and
+// the viewer's timeline read.
+//
+// Compact by design (a 1 GB trace of ~10M events fits in about its file size): names,
+// categories and string ids are interned once; times are integer nanoseconds; each (pid,
+// tid) is a track; each event's "args" object is kept as its minified JSON text in one
+// arena and parsed only when asked for (arg_int, arg_number, arg_string). Events keep the
+// file's order (index = position among the file's events), so a reader can replay them.
+//
+// Built by load_trace() (trace_loader.h). After loading, the model is immutable except
+// through TraceFollower (trace_loader.h), which appends what a growing file gained;
+// reading from several threads is safe while nothing appends.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace cudascope::analysis {
+
+inline constexpr std::uint32_t kNoString = UINT32_MAX;  // a missing name, category or label
+inline constexpr std::uint32_t kNoEvent = UINT32_MAX;   // an unresolved event reference
+inline constexpr std::uint64_t kNoId = UINT64_MAX;      // an event without "id"
+inline constexpr std::uint64_t kNoArgs = UINT64_MAX;    // an event without "args"
+
+// Which producer wrote the file, decided by content: cudascope's "cudascope" header, Kineto's
+// "deviceProperties"/"schemaVersion"/"baseTimeNanoseconds" or its categories, else Chrome.
+enum class TraceFormat : std::uint8_t { cudascope, kineto, chrome };
+const char* to_string(TraceFormat format) noexcept;
+
+// Interned strings: each distinct text stored once, addressed by a dense id. Ids stay valid
+// and the views they return stay put for the table's life (storage never moves).
+class StringTable {
+ public:
+  StringTable();
+  ~StringTable();
+  StringTable(StringTable&&) noexcept;
+  StringTable& operator=(StringTable&&) noexcept;
+
+  // The id of `text`, adding it when new.
+  std::uint32_t intern(std::string_view text);
+  // The id of `text`, or kNoString when the table does not hold it.
+  std::uint32_t find(std::string_view text) const;
+  // The text of an id; "" for kNoString.
+  std::string_view view(std::uint32_t id) const;
+  std::size_t size() const noexcept { return views_.size(); }
+  std::size_t memory_bytes() const noexcept;
+
+ private:
+  struct Block;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::size_t block_used_ = 0;
+  std::size_t block_size_ = 0;
+  std::size_t bytes_ = 0;
+  std::vector<std::string_view> views_;
+  std::unordered_map<std::string_view, std::uint32_t> ids_;
+};
+
+// A GPU of the trace ("deviceProperties").
+struct TraceDevice {
+  int id = 0;
+  std::string name;
+  std::int64_t total_memory = 0;
+};
+
+class TraceModel {
+ public:
+  // One event of the file. 48 bytes.
+  struct Event {
+    std::int64_t ts_ns = 0;   // "ts" (microseconds in the file) in nanoseconds, exact to the ns
+    std::int64_t dur_ns = -1; // X: "dur"; B: until its matching E; b: until its e; else -1
+                              // (-1 also for a B or b never closed)
+    std::uint64_t args = kNoArgs;  // handle of the "args" text (args_json()); kNoArgs: none
+    std::uint64_t id = kNoId;      // "id" of flow (s/t/f) and async (b/n/e) events; a string
+                                   // id is interned: id_is_string(), then string(id)
+    std::uint32_t name = kNoString;
+    std::uint32_t cat = kNoString;
+    std::uint32_t track = 0;       // index into tracks()
+    char ph = 0;                   // the "ph" letter: X B E i I C M s t f b n e ...
+    std::uint8_t flags = 0;        // kFlag* below
+    std::uint16_t depth = 0;       // nesting level on its track (slices and instants), 0 = top
+
+    bool is_slice() const noexcept { return ph == 'X' || ph == 'B' || ph == 'b'; }
+    std::int64_t end_ns() const noexcept { return dur_ns < 0 ? ts_ns : ts_ns + dur_ns; }
+  };
+  static constexpr std::uint8_t kFlagIdIsString = 1;   // `id` is a string id
+  static constexpr std::uint8_t kFlagBindEnclosing = 2; // flow "bp":"e": binds to the enclosing slice
+  static constexpr std::uint8_t kFlagUnmatched = 4;     // E/e with no open B/b
+  static constexpr std::uint8_t kFlagGlobalScope = 8;   // instant "s":"g"
+  static constexpr std::uint8_t kFlagProcessScope = 16; // instant "s":"p"
+
+  // A process: "pid" and what the "M" events said of it.
+  struct Process {
+    std::int64_t pid = 0;                // the number, or the string id of a string "pid"
+    std::uint32_t pid_text = kNoString;  // the text when the file used a string "pid"
+    std::uint32_t name = kNoString;      // M process_name
+    std::uint32_t labels = kNoString;    // M process_labels
+    std::int64_t sort_index = 0;         // M process_sort_index (else pid)
+    int device = -1;                     // a GPU: its index (Kineto/cudascope put GPU N at pid N)
+  };
+
+  // A thread of a process (CPU thread, or a GPU stream for a device): one timeline row.
+  struct Track {
+    std::uint32_t process = 0;           // index into processes()
+    std::int64_t tid = 0;                // the number, or the string id of a string "tid"
+    std::uint32_t tid_text = kNoString;  // the text when the file used a string "tid"
+    std::uint32_t name = kNoString;      // M thread_name
+    std::int64_t sort_index = 0;         // M thread_sort_index (else tid)
+    // Slices (X, B, b) and instants (i, I) on this track, by start time, longer first at
+    // equal starts (a parent before its children). Indices into events.
+    std::vector<std::uint32_t> events;
+    std::uint16_t max_depth = 0;
+  };
+
+  // A flow arrow (s ... f with the same cat and id), resolved to the slices it binds:
+  // "s" to the slice enclosing it on its track; "f" to the enclosing slice with "bp":"e",
+  // else to the next slice starting at or after it (Chrome's rules).
+  struct Flow {
+    std::uint64_t id = kNoId;
+    std::uint32_t cat = kNoString;
+    std::uint32_t from_event = kNoEvent;  // the s event itself
+    std::uint32_t to_event = kNoEvent;    // the f event itself
+    std::uint32_t from_slice = kNoEvent;  // bound slices, kNoEvent when none encloses
+    std::uint32_t to_slice = kNoEvent;
+  };
+
+  // A counter ("C" events of one name in one process); each key of their "args" a series.
+  struct CounterSeries {
+    std::uint32_t key = kNoString;
+    std::vector<std::int64_t> ts_ns;
+    std::vector<double> values;
+  };
+  struct Counter {
+    std::uint32_t process = 0;
+    std::uint32_t name = kNoString;
+    std::vector<CounterSeries> series;
+  };
+
+  TraceModel();
+  ~TraceModel();
+  TraceModel(TraceModel&&) noexcept;
+  TraceModel& operator=(TraceModel&&) noexcept;
+
+  // --- Events, in file order ---
+  std::size_t event_count() const noexcept { return count_; }
+  const Event& event(std::size_t index) const noexcept { return chunks_[index >> kChunkBits][index & kChunkMask]; }
+  std::string_view name(const Event& e) const { return strings_.view(e.name); }
+  std::string_view cat(const Event& e) const { return strings_.view(e.cat); }
+  // The event's "args" object as minified JSON ("" when it has none).
+  std::string_view args_json(const Event& e) const;
+  // One member of "args", parsed on demand: an integer (also a whole-number double), any
+  // number, or a string. nullopt when absent or of another type.
+  std::optional<std::int64_t> arg_int(const Event& e, std::string_view key) const;
+  std::optional<double> arg_number(const Event& e, std::string_view key) const;
+  std::optional<std::string> arg_string(const Event& e, std::string_view key) const;
+  bool id_is_string(const Event& e) const noexcept { return (e.flags & kFlagIdIsString) != 0; }
+  // The id as text ("" when none): the number, or the string the file used.
+  std::string id_text(const Event& e) const;
+
+  // --- Strings ---
+  const StringTable& strings() const noexcept { return strings_; }
+  std::string_view string(std::uint32_t id) const { return strings_.view(id); }
+
+  // --- Rows ---
+  const std::vector<Process>& processes() const noexcept { return processes_; }
+  const std::vector<Track>& tracks() const noexcept { return tracks_; }
+  // Track indices in the order Perfetto shows them: processes by sort index then pid,
+  // threads by sort index then tid.
+  std::vector<std::uint32_t> track_order() const;
+  // The track's display name: thread_name, else "stream N" for a GPU, else "thread N".
+  std::string track_label(std::uint32_t track) const;
+  std::string process_label(std::uint32_t process) const;
+
+  const std::vector<Flow>& flows() const noexcept { return flows_; }
+  const std::vector<Counter>& counters() const noexcept { return counters_; }
+
+  // --- What the file said of itself ---
+  TraceFormat format = TraceFormat::chrome;
+  std::vector<TraceDevice> devices;
+  int rank = -1;          // distributedInfo
+  int world_size = -1;
+  std::string source;     // cudascope: "cuda" or "sim"
+  std::int64_t base_time_ns = 0;  // Kineto's baseTimeNanoseconds (0: none)
+  bool complete = false;  // cudascope: the writer's summary says the recording ended normally;
+                          // other formats: the file was read to its end
+  bool cut_short = false; // the file ended before the trace did; read to its last whole event
+  std::int64_t dropped_buffer = 0;
+  std::int64_t dropped_cupti = 0;
+  std::int64_t min_ts_ns = 0;  // over all events with a time (0 when none)
+  std::int64_t max_ts_ns = 0;  // latest start or end
+  std::uint64_t input_bytes = 0;  // bytes of JSON read (after gunzip)
+  // What a user should know about how the file was read ("cut short at byte N: read up to
+  // its last complete event", "3 events without \"ph\" skipped", ...).
+  std::vector<std::string> notes;
+  // Violations of the trace format's rules met while reading (wrong field types), each
+  // naming the event index; at most a few hundred are kept, then a count.
+  std::vector<std::string> format_problems;
+
+  // Bytes held (events, args, strings, tracks, flows, counters), for budgets and benchmarks.
+  std::size_t memory_bytes() const noexcept;
+
+ private:
+  friend class TraceModelBuilder;
+  static constexpr unsigned kChunkBits = 16;
+  static constexpr std::size_t kChunkMask = (std::size_t{1} << kChunkBits) - 1;
+
+  std::vector<std::unique_ptr<Event[]>> chunks_;  // fixed-size chunks: growth never copies
+  std::size_t count_ = 0;
+  std::vector<std::unique_ptr<char[]>> args_chunks_;  // args text, length-prefixed
+  std::uint64_t args_used_ = 0;
+  StringTable strings_;
+  std::vector<Process> processes_;
+  std::vector<Track> tracks_;
+  std::vector<Flow> flows_;
+  std::vector<Counter> counters_;
+};
+
+}  // namespace cudascope::analysis
