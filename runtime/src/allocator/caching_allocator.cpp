@@ -258,6 +258,22 @@ std::map<std::int64_t, std::map<std::string, std::int64_t>> memory_stats_per_str
   return out;
 }
 
+AllocatorStats allocator_stats(int device) {
+  const int index = detail::resolve_device(device);
+  ProcessAllocator& p = process();
+  if (p.mode.load() == Mode::kOther) return to_public(p.other->stats(index));
+  DeviceAllocator& d = device_allocator(index);
+  AllocatorStats out = to_public(d.stats());
+  out.largest_free_block = static_cast<std::int64_t>(d.largest_free_block());
+  return out;
+}
+
+std::map<std::int64_t, StreamAllocatorStats> allocator_stats_per_stream(int device) {
+  std::map<std::int64_t, StreamAllocatorStats> out;
+  for (const auto& [id, s] : device_allocator(detail::resolve_device(device)).stream_stats()) out[id] = to_public(s);
+  return out;
+}
+
 std::string memory_summary(int device, bool abbreviated) {
   const int index = detail::resolve_device(device);
   return format_memory_summary(memory_stats(index), index, abbreviated);

@@ -63,6 +63,37 @@ std::map<std::string, std::int64_t> to_stats_map(const DeviceStats& s, std::int6
   return out;
 }
 
+namespace {
+MemoryStat to_public(const Stat& s) { return {s.current, s.peak, s.allocated(), s.freed}; }
+void to_public(const StatArray& a, AllocatorStats::PerPool& out) {
+  for (int pool = 0; pool < 3; ++pool) out[pool] = to_public(a[pool]);
+}
+}  // namespace
+
+AllocatorStats to_public(const DeviceStats& s) {
+  AllocatorStats out;
+  to_public(s.allocation, out.allocation);
+  to_public(s.segment, out.segment);
+  to_public(s.active, out.active);
+  to_public(s.inactive_split, out.inactive_split);
+  to_public(s.allocated_bytes, out.allocated_bytes);
+  to_public(s.reserved_bytes, out.reserved_bytes);
+  to_public(s.active_bytes, out.active_bytes);
+  to_public(s.inactive_split_bytes, out.inactive_split_bytes);
+  to_public(s.requested_bytes, out.requested_bytes);
+  out.num_alloc_retries = s.num_alloc_retries;
+  out.num_ooms = s.num_ooms;
+  out.num_sync_all_streams = s.num_sync_all_streams;
+  out.num_device_alloc = s.num_device_alloc;
+  out.num_device_free = s.num_device_free;
+  return out;
+}
+
+StreamAllocatorStats to_public(const StreamStats& s) {
+  return {to_public(s.allocation), to_public(s.allocated_bytes), to_public(s.requested_bytes), to_public(s.active),
+          to_public(s.active_bytes),  to_public(s.segment),         to_public(s.reserved_bytes)};
+}
+
 std::map<std::string, std::int64_t> to_stats_map(const StreamStats& s) {
   std::map<std::string, std::int64_t> out;
   put(out, "allocation", s.allocation);

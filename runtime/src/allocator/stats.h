@@ -3,6 +3,8 @@
 // allocated (cumulative increases, derived) and freed (cumulative decreases); arrays hold the
 // aggregate and the small and large pools. Not thread-safe: the device lock guards them.
 
+#include <cudascope/cuda/memory.h>
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -70,6 +72,10 @@ struct DeviceStats {
 struct StreamStats {
   Stat allocation, allocated_bytes, requested_bytes, active, active_bytes, segment, reserved_bytes;
 };
+
+// The public struct forms (memory.h); largest_free_block is left 0 for the caller to fill.
+AllocatorStats to_public(const DeviceStats& stats);
+StreamAllocatorStats to_public(const StreamStats& stats);
 
 // PyTorch's flat memory_stats() keys and values; max_split_size -1 for "unlimited".
 std::map<std::string, std::int64_t> to_stats_map(const DeviceStats& stats, std::int64_t max_split_size);

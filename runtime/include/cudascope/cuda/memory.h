@@ -49,6 +49,34 @@ std::map<std::string, std::int64_t> memory_stats(int device = -1);
 // stream id (0 = default stream). Per stream: allocation, allocated_bytes, requested_bytes,
 // active, active_bytes, segment, reserved_bytes (.current/.peak/.allocated/.freed).
 std::map<std::int64_t, std::map<std::string, std::int64_t>> memory_stats_per_stream(int device = -1);
+// memory_stats' figures as a struct, for code that reads them by field (the exporters)
+// rather than by key. Each counter as PyTorch's Stat; the arrays are indexed by pool:
+// [0] all, [1] small pool, [2] large pool.
+struct MemoryStat {
+  std::int64_t current = 0;
+  std::int64_t peak = 0;
+  std::int64_t allocated = 0;  // sum of increases since the last reset_accumulated_memory_stats
+  std::int64_t freed = 0;      // sum of decreases since then
+};
+enum MemoryPool : int { kPoolAll = 0, kPoolSmall = 1, kPoolLarge = 2 };
+struct AllocatorStats {
+  using PerPool = MemoryStat[3];
+  PerPool allocation, segment, active, inactive_split;
+  PerPool allocated_bytes, reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes;
+  std::int64_t num_alloc_retries = 0, num_ooms = 0, num_sync_all_streams = 0;
+  std::int64_t num_device_alloc = 0, num_device_free = 0;
+  // Beyond memory_stats: the largest inactive (cached, free) block, 0 when the process's
+  // allocator is not the native one. With inactive = reserved - active bytes, the external
+  // fragmentation is 1 - largest_free_block / inactive (0 when nothing is inactive), the
+  // definition analysis::Figures uses for snapshots.
+  std::int64_t largest_free_block = 0;
+};
+// Per stream (as memory_stats_per_stream), aggregate over both pools.
+struct StreamAllocatorStats {
+  MemoryStat allocation, allocated_bytes, requested_bytes, active, active_bytes, segment, reserved_bytes;
+};
+AllocatorStats allocator_stats(int device = -1);
+std::map<std::int64_t, StreamAllocatorStats> allocator_stats_per_stream(int device = -1);
 // PyTorch's table (torch.cuda.memory_summary), from memory_stats(device).
 std::string memory_summary(int device = -1, bool abbreviated = false);
 // The same table for a stats map (as memory_stats returns, or read from a file).
