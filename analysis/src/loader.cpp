@@ -1,19 +1,19 @@
 #include <cudascope/analysis/loader.h>
 
-#include "byte_source.h"
 #include "snapshot_readers.h"
 
-#include <cstdio>
+#include <cudascope/util/byte_source.h>
+#include <cudascope/util/input_budget.h>
+
+#include <stdexcept>
 
 namespace cudascope::analysis {
 namespace {
 
-bool is_gzip(const unsigned char* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
-
-Result<Snapshot> load(detail::ByteSource& source, const std::string& name, const LoadOptions& options) {
-  detail::ByteReader reader(source);
+Result<Snapshot> load(util::ByteSource& source, uint64_t budget, const std::string& name, const LoadOptions& options) {
+  util::ByteReader reader(source, budget);
   if (!reader.ensure(1)) {
-    if (!source.error().empty()) return LoadError{name, 0, source.error()};
+    if (!reader.error().empty()) return LoadError{name, 0, reader.error()};
     return LoadError{name, 0, "expected a snapshot (pickle or JSON), found an empty file"};
   }
   const auto first = static_cast<unsigned char>(*reader.data());
@@ -26,29 +26,38 @@ Result<Snapshot> load(detail::ByteSource& source, const std::string& name, const
                        digits[first >> 4] + digits[first & 15]};
 }
 
+// The options' budget, or the process default; false (with `error`) when
+// CUDASCOPE_INPUT_BUDGET is malformed, since loaders report rather than throw.
+bool budget_of(const LoadOptions& options, uint64_t& budget, std::string& error) {
+  try {
+    budget = options.max_input_bytes != 0 ? options.max_input_bytes : util::input_budget();
+    return true;
+  } catch (const std::invalid_argument& e) {
+    error = e.what();
+    return false;
+  }
+}
+
 }  // namespace
 
 Result<Snapshot> load_snapshot(const std::string& path, const LoadOptions& options) {
-  unsigned char magic[2] = {0, 0};
-  size_t got = 0;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    got = std::fread(magic, 1, 2, f);
-    std::fclose(f);
-  }
+  uint64_t budget = 0;
   std::string error;
-  auto source = detail::open_file_source(path, error);
+  if (!budget_of(options, budget, error)) return LoadError{path, 0, error};
+  auto source = util::open_input(path, budget, error);
   if (!source) return LoadError{path, 0, error};
-  if (is_gzip(magic, got)) source = detail::inflate_source(std::move(source));
-  auto result = load(*source, path, options);
+  auto result = load(*source, budget, path, options);
   if (result.ok() && options.progress) options.progress(1.0);
   return result;
 }
 
 Result<Snapshot> load_snapshot_from_bytes(std::string_view bytes, const std::string& name, const LoadOptions& options) {
-  auto source = detail::memory_source(bytes);
-  if (is_gzip(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()))
-    source = detail::inflate_source(std::move(source));
-  return load(*source, name, options);
+  uint64_t budget = 0;
+  std::string error;
+  if (!budget_of(options, budget, error)) return LoadError{name, 0, error};
+  auto source = util::memory_source(bytes);
+  if (util::is_gzip(bytes)) source = util::inflate_source(std::move(source), budget);
+  return load(*source, budget, name, options);
 }
 
 }  // namespace cudascope::analysis

@@ -138,11 +138,17 @@ bool PickleMachine::memo_get(uint64_t index) {
   return true;
 }
 
+bool PickleMachine::fail_short(const std::string& expected) {
+  // The reader stops at the end of the data, on a read error, or at its budget.
+  if (!reader_.error().empty()) return fail(expected + ": " + reader_.error());
+  return fail(expected + ", found the end of the data");
+}
+
 bool PickleMachine::read_string(size_t length, bool text) {
   (void)text;  // bytes and text both become interned strings: snapshots only use text
   if (length > kMaxString) return fail("expected a string shorter than 256 MiB, found length " + std::to_string(length));
   if (!reader_.ensure(length))
-    return fail("expected " + std::to_string(length) + " bytes of string data, found the end of the data");
+    return fail_short("expected " + std::to_string(length) + " bytes of string data");
   Value v;
   v.kind = Kind::string;
   v.ref = strings_.intern(std::string_view(reader_.data(), length));
@@ -193,7 +199,7 @@ bool PickleMachine::run() {
       if (options_.progress) options_.progress(reader_.source().progress());
     }
     if (!reader_.ensure(1)) {
-      if (!reader_.source().error().empty()) return fail(reader_.source().error());
+      if (!reader_.error().empty()) return fail(reader_.error());
       return fail("expected a pickle opcode (the data ends before STOP: truncated file?)");
     }
     const auto op = static_cast<uint8_t>(*reader_.data());
@@ -209,8 +215,7 @@ bool PickleMachine::run() {
       default: break;
     }
     if (arg && !reader_.ensure(arg))
-      return fail("expected a " + std::to_string(arg) + "-byte argument for opcode " + hex(op) +
-                  ", found the end of the data");
+      return fail_short("expected a " + std::to_string(arg) + "-byte argument for opcode " + hex(op));
     const char* a = reader_.data();
     reader_.consume(arg);
 
@@ -259,7 +264,7 @@ bool PickleMachine::run() {
       case 0x8a: case 0x8b: {  // LONG1, LONG4
         const uint64_t n = load_le(a, op == 0x8a ? 1 : 4);
         if (n > 9) return fail("expected an integer of at most 64 bits, found one of " + std::to_string(n) + " bytes");
-        if (!reader_.ensure(n)) return fail("expected " + std::to_string(n) + " integer bytes, found the end of the data");
+        if (!reader_.ensure(n)) return fail_short("expected " + std::to_string(n) + " integer bytes");
         const char* p = reader_.data();
         Value v;
         v.kind = Kind::integer;

@@ -9,7 +9,7 @@
 // item appended to a list and may convert it to its own compact record; the container is
 // then released and its slot reused, so a million trace-entry dicts never exist at once.
 
-#include "byte_source.h"
+#include <cudascope/util/byte_source.h>
 
 #include <cudascope/analysis/intern_tables.h>
 
@@ -20,6 +20,9 @@
 #include <vector>
 
 namespace cudascope::analysis::detail {
+
+using util::ByteReader;
+using util::ByteSource;
 
 enum class Kind : uint8_t { none, boolean, integer, floating, string, list, dict, tuple, record };
 
@@ -75,6 +78,8 @@ class PickleMachine {
 
  private:
   bool fail(std::string message);
+  // fail() for data that ends (or stops at the reader's budget) before `expected`.
+  bool fail_short(const std::string& expected);
   bool op_error(uint8_t op);
   Value new_container(Kind kind);
   bool pop_mark(size_t& mark);

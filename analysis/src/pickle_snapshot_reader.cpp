@@ -396,7 +396,7 @@ Result<Snapshot> read_pickle_snapshot(ByteReader& reader, const std::string& nam
                         PickleMachine::Options{options.progress, options.cancel});
   if (!machine.run()) {
     // A damaged gzip stream ends the data early; its own message names the real cause.
-    if (!reader.source().error().empty()) return LoadError{name, reader.offset(), reader.source().error()};
+    if (!reader.error().empty()) return LoadError{name, reader.offset(), reader.error()};
     LoadError error{name, machine.error_offset(), machine.error()};
     error.cancelled = machine.cancelled();
     return error;

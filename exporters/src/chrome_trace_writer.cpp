@@ -11,7 +11,7 @@
 #include <fstream>
 
 namespace cudascope::exporters {
-using detail::append_escaped;
+using detail::append_json_string;
 using detail::append_int;
 using detail::append_us;
 using profiler::Record;
@@ -62,9 +62,9 @@ void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   pid_ = info.process_id;
   flows_ = info.activities.find("runtime") != std::string::npos || info.activities.find("launch") != std::string::npos;
   buffer_ += "{\"schemaVersion\":1,\"traceName\":\"cudascope\",\"displayTimeUnit\":\"ms\",\"cudascope\":{\"source\":";
-  append_escaped(buffer_, info.source);
+  append_json_string(buffer_, info.source);
   buffer_ += ",\"activities\":";
-  append_escaped(buffer_, info.activities);
+  append_json_string(buffer_, info.activities);
   buffer_ += ",\"startNs\":";
   append_int(buffer_, info.start_ns);
   buffer_ += '}';
@@ -78,7 +78,7 @@ void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   buffer_ += ",\"traceEvents\":[";
   common("M", "process_name", nullptr, pid_, 0, info.start_ns);
   buffer_ += ",\"args\":{\"name\":";
-  append_escaped(buffer_, info.process_name.empty() ? "host" : info.process_name);
+  append_json_string(buffer_, info.process_name.empty() ? "host" : info.process_name);
   buffer_ += '}';
   end_event();
   common("M", "process_labels", nullptr, pid_, 0, info.start_ns);
@@ -105,7 +105,7 @@ void ChromeTraceWriter::common(const char* ph, const std::string& name, const ch
                                std::int64_t tid, std::uint64_t ts_ns) {
   begin_event(ph);
   buffer_ += ",\"name\":";
-  append_escaped(buffer_, name);
+  append_json_string(buffer_, name);
   if (cat != nullptr) {
     buffer_ += ",\"cat\":\"";
     buffer_ += cat;
@@ -150,7 +150,7 @@ void ChromeTraceWriter::host_thread(std::uint32_t tid) {
   if (!threads_.insert(tid).second) return;
   common("M", "thread_name", nullptr, pid_, tid, last_ts_ns_);
   buffer_ += ",\"args\":{\"name\":";
-  append_escaped(buffer_, thread_name_of(static_cast<std::uint32_t>(pid_), tid));
+  append_json_string(buffer_, thread_name_of(static_cast<std::uint32_t>(pid_), tid));
   buffer_ += '}';
   end_event();
 }
@@ -264,7 +264,7 @@ void ChromeTraceWriter::nvtx(const Record& r, const Record* next, std::size_t av
     if (const char* domain = r.kind == RecordKind::kNvtxRangeStart ? nullptr : domain_name(r.stream)) {
       sep();
       buffer_ += "\"domain\":";
-      append_escaped(buffer_, domain);
+      append_json_string(buffer_, domain);
     }
     if (r.u.nvtx.category != 0) {
       sep();
@@ -274,7 +274,7 @@ void ChromeTraceWriter::nvtx(const Record& r, const Record* next, std::size_t av
     if (r.u.nvtx.has_color) {
       sep();
       buffer_ += "\"color\":";
-      append_escaped(buffer_, color_text(r.u.nvtx.color));
+      append_json_string(buffer_, color_text(r.u.nvtx.color));
     }
     const std::uint64_t bits = r.u.nvtx.payload;
     switch (r.u.nvtx.payload_kind) {
@@ -484,7 +484,7 @@ void ChromeTraceWriter::write_record(const Record& r, const Record* next, std::s
       threads_.insert(r.thread_id);
       common("M", "thread_name", nullptr, pid_, r.thread_id, r.start_ns);
       buffer_ += ",\"args\":{\"name\":";
-      append_escaped(buffer_, r.u.thread_name.name != nullptr ? r.u.thread_name.name : "");
+      append_json_string(buffer_, r.u.thread_name.name != nullptr ? r.u.thread_name.name : "");
       buffer_ += '}';
       end_event();
       break;
@@ -538,7 +538,7 @@ void ChromeTraceWriter::end(const profiler::TraceSummary& summary) {
     buffer_ += "{\"id\":";
     append_int(buffer_, device);
     buffer_ += ",\"name\":";
-    append_escaped(buffer_, r.u.device_info.name != nullptr ? r.u.device_info.name : "");
+    append_json_string(buffer_, r.u.device_info.name != nullptr ? r.u.device_info.name : "");
     buffer_ += ",\"totalGlobalMem\":";
     append_int(buffer_, r.u.device_info.total_memory);
     buffer_ += ",\"computeMajor\":";

@@ -1,6 +1,8 @@
 #pragma once
 // Appending JSON text without a DOM: the trace writer's formatting helpers.
 
+#include <cudascope/util/json_escape.h>
+
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -8,28 +10,8 @@
 
 namespace cudascope::exporters::detail {
 
-inline void append_escaped(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
+// The one JSON string escaper (quotes included).
+using util::append_json_string;
 
 template <typename Integer>
 void append_int(std::string& out, Integer value) {

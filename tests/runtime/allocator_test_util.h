@@ -4,7 +4,7 @@
 #include "test_support.h"
 
 #include "allocator/caching_allocator.h"
-#include "allocator/gzip_file.h"
+#include "allocator/whole_file.h"
 
 #include <cudascope/cuda.h>
 
@@ -17,7 +17,7 @@ inline std::string data_path(const std::string& name) { return std::string(CUDAS
 
 // {"key": integer, ...} as memory_stats JSON files hold it.
 inline std::map<std::string, std::int64_t> read_stats_json(const std::string& path) {
-  const std::string text = cuda::detail::alloc::read_file_maybe_gz(path);
+  const std::string text = cuda::detail::alloc::read_whole_file(path);
   std::map<std::string, std::int64_t> out;
   std::size_t i = 0;
   while ((i = text.find('"', i)) != std::string::npos) {

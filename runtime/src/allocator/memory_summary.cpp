@@ -1,5 +1,6 @@
 // torch.cuda.memory_summary's table, character for character.
 #include <cudascope/cuda/memory.h>
+#include <cudascope/util/byte_format.h>
 
 #include <cstdio>
 #include <string>
@@ -8,20 +9,8 @@
 namespace cudascope::cuda {
 namespace {
 
-// PyTorch's _format_size: scale while the reference value is at least 768 units.
-std::string format_size(std::int64_t size, double reference) {
-  static const char* const prefixes[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int prefix = 0;
-  for (int next = 1; next < 6; ++next) {
-    if (reference < 768 * 1024) break;
-    prefix = next;
-    size /= 1024;  // Python's floor division on non-negative values
-    reference /= 1024;
-  }
-  char text[64];
-  std::snprintf(text, sizeof text, "%6lld %s", static_cast<long long>(size), prefixes[prefix]);
-  return text;
-}
+// PyTorch's _format_size.
+std::string format_size(std::int64_t size, double reference) { return util::format_summary_size(size, reference); }
 
 std::string format_count(std::int64_t count, double reference) {
   static const char* const prefixes[] = {" ", "K", "M"};

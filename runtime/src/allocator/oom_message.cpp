@@ -1,22 +1,10 @@
 #include "oom_message.h"
 
-#include <cstdio>
+#include <cudascope/util/byte_format.h>
 
 namespace cudascope::cuda::detail::alloc {
 
-std::string format_size(std::uint64_t size) {
-  char text[64];
-  if (size <= 1024) {
-    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(size));
-  } else if (size <= 1048576) {
-    std::snprintf(text, sizeof text, "%.2f KiB", static_cast<double>(size) / 1024.0);
-  } else if (size <= 1073741824ULL) {
-    std::snprintf(text, sizeof text, "%.2f MiB", static_cast<double>(size) / 1048576.0);
-  } else {
-    std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(size) / 1073741824.0);
-  }
-  return text;
-}
+using util::format_size;
 
 std::string oom_message(const OomFacts& f) {
   std::string m = "CUDA out of memory. Tried to allocate " + format_size(f.requested) + ". GPU " +

@@ -20,8 +20,7 @@ struct OomFacts {
   std::size_t largest_free_block = 0;
 };
 
-// PyTorch's format_size: "512 bytes", "1.50 KiB", "20.00 MiB", "1.25 GiB".
-std::string format_size(std::uint64_t size);
+// PyTorch's wording, sizes in util::format_size.
 std::string oom_message(const OomFacts& facts);
 
 }  // namespace cudascope::cuda::detail::alloc

@@ -1,7 +1,7 @@
 // Replaying allocation sequences recorded with PyTorch, to compare memory_stats key by
 // key (cudascope replay, and the fidelity tests).
 #include "caching_allocator.h"
-#include "gzip_file.h"
+#include "whole_file.h"
 
 #include "../check.h"
 
@@ -171,16 +171,16 @@ std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& 
 }
 
 std::map<std::string, std::int64_t> replay_file(const std::string& path) {
-  std::istringstream in(detail::alloc::read_file_maybe_gz(path));
+  std::istringstream in(detail::alloc::read_whole_file(path));
   const std::string suffix = ".jsonl.gz";
-  const std::string sidecar = detail::alloc::ends_with(path, suffix)
+  const std::string sidecar = path.ends_with(suffix)
                                   ? path.substr(0, path.size() - suffix.size()) + ".segments.json.gz"
                                   : std::string();
   const int device = current_device();
   if (!sidecar.empty() && backend_name() == "sim" && std::ifstream(sidecar).good()) {
     // [address, address, ...]
     std::vector<std::uintptr_t> addresses;
-    const std::string text = detail::alloc::read_file_maybe_gz(sidecar);
+    const std::string text = detail::alloc::read_whole_file(sidecar);
     for (std::size_t i = text.find_first_of("0123456789"); i != std::string::npos;) {
       std::size_t end = text.find_first_not_of("0123456789", i);
       addresses.push_back(std::stoull(text.substr(i, end - i)));

@@ -1,5 +1,5 @@
 // dump_snapshot: chooses the encoding by extension.
-#include "gzip_file.h"
+#include "whole_file.h"
 
 #include "../check.h"
 
@@ -8,18 +8,17 @@
 namespace cudascope::cuda::memory {
 
 void dump_snapshot(const std::string& path) {
-  using detail::alloc::ends_with;
-  const std::string base = ends_with(path, ".gz") ? path.substr(0, path.size() - 3) : path;
+  const std::string base = path.ends_with(".gz") ? path.substr(0, path.size() - 3) : path;
   std::string data;
-  if (ends_with(base, ".json")) {
+  if (base.ends_with(".json")) {
     data = snapshot_to_json(memory_snapshot());
-  } else if (ends_with(base, ".pickle") || ends_with(base, ".pkl")) {
+  } else if (base.ends_with(".pickle") || base.ends_with(".pkl")) {
     data = snapshot_to_pickle(memory_snapshot());
   } else {
     detail::throw_error(error_code::kInvalidValue, "dump_snapshot", __FILE__, __LINE__,
                         path + ": unknown snapshot format; use .json, .pickle or .pkl, optionally with .gz");
   }
-  detail::alloc::write_file_maybe_gz(path, data);
+  detail::alloc::write_whole_file(path, data);
 }
 
 }  // namespace cudascope::cuda::memory

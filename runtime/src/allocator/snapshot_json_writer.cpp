@@ -1,6 +1,8 @@
 // The snapshot as JSON (the shape pytorch.org/memory_viz and cudascope's viewer read).
 #include "snapshot_emitter.h"
 
+#include <cudascope/util/json_escape.h>
+
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -78,27 +80,7 @@ class JsonEmitter final : public detail::alloc::Emitter {
     }
     separator();
   }
-  void quoted(std::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\r': out_ += "\\r"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char esc[8];
-            std::snprintf(esc, sizeof esc, "\\u%04x", c);
-            out_ += esc;
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
-  }
+  void quoted(std::string_view s) { util::append_json_string(out_, s); }
 
   std::string& out_;
   std::vector<bool> first_;

@@ -5,7 +5,8 @@
 //
 // The loaders stream (bounded buffers, records converted as they are read), report
 // progress, honour a cancellation flag, and never throw or crash on bad input: they return
-// a LoadError naming the file, the byte offset and what was expected there. Byte offsets
+// a LoadError naming the file, the byte offset and what was expected there. Input longer
+// than LoadOptions::max_input_bytes is such an error too. Byte offsets
 // count the decompressed stream. Safe to call from any thread; each call is independent.
 
 #include <cudascope/analysis/load_error.h>
@@ -24,6 +25,10 @@ struct LoadOptions {
   std::function<void(double)> progress;
   // When set and it becomes true, the load stops soon and returns a cancelled LoadError.
   const std::atomic<bool>* cancel = nullptr;
+  // Most bytes of (decompressed) input read before the load fails with util's budget
+  // message; 0 means util::input_budget(). Input that never ends (/dev/zero, a gzip bomb)
+  // stops here instead of exhausting memory.
+  uint64_t max_input_bytes = 0;
 };
 
 enum class SnapshotFormat { pickle, json };

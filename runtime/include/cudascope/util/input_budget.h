@@ -1,0 +1,26 @@
+#pragma once
+// How many bytes a reader may take in before it gives up: the memory budget every file
+// reader in cudascope (snapshot loaders, replay, trace reader) applies, so input that never
+// ends (/dev/zero, a gzip bomb) fails with a clear message instead of exhausting memory.
+
+#include <cstdint>
+#include <string>
+
+namespace cudascope::util {
+
+// The default budget in bytes of (decompressed) input: CUDASCOPE_INPUT_BUDGET when set
+// (a byte size such as "512MiB", "8GiB" or "1048576"), otherwise a quarter of physical
+// memory, and never more than a quarter of the address-space limit (ulimit -v) when one is
+// set. Readers hold a few times their input in parsed form, hence the quarter. Throws
+// std::invalid_argument naming the variable and value when CUDASCOPE_INPUT_BUDGET is not a size.
+uint64_t input_budget();
+
+// Parses "16GiB", "512MiB", "64KiB", "1.5GiB", "100MB" (decimal units) or plain bytes;
+// false when the text is not a size.
+bool parse_byte_size(const std::string& text, uint64_t& bytes);
+
+// "input exceeds the N MiB budget (set CUDASCOPE_INPUT_BUDGET to raise it)": the one
+// message every reader gives past its budget, so users learn one remedy.
+std::string budget_exceeded_message(uint64_t budget_bytes);
+
+}  // namespace cudascope::util

@@ -1,0 +1,59 @@
+#include <cudascope/util/input_budget.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace cudascope::util {
+
+bool parse_byte_size(const std::string& text, uint64_t& bytes) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(value) || value < 0) return false;
+  std::string_view unit(end);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  struct Unit {
+    std::string_view name;
+    double scale;
+  };
+  static constexpr Unit kUnits[] = {{"", 1.0},          {"B", 1.0},          {"KiB", 1024.0},      {"MiB", 1048576.0},
+                                    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6},
+                                    {"GB", 1e9},         {"TB", 1e12}};
+  for (const Unit& u : kUnits) {
+    if (unit != u.name) continue;
+    const double scaled = value * u.scale;
+    if (scaled >= 18446744073709551615.0) return false;
+    bytes = static_cast<uint64_t>(scaled);
+    return true;
+  }
+  return false;
+}
+
+uint64_t input_budget() {
+  if (const char* env = std::getenv("CUDASCOPE_INPUT_BUDGET"); env != nullptr && *env != '\0') {
+    uint64_t bytes = 0;
+    if (!parse_byte_size(env, bytes) || bytes == 0)
+      throw std::invalid_argument(std::string("CUDASCOPE_INPUT_BUDGET='") + env +
+                                  "' is not a byte size such as 512MiB, 8GiB or 1048576");
+    return bytes;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  uint64_t budget = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) / 4 : uint64_t(4) << 30;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    budget = std::min<uint64_t>(budget, uint64_t(limit.rlim_cur) / 4);
+  return budget;
+}
+
+std::string budget_exceeded_message(uint64_t budget_bytes) {
+  const uint64_t mib = budget_bytes >> 20;
+  const std::string amount =
+      mib > 0 ? std::to_string(mib) + " MiB" : std::to_string(budget_bytes) + " byte";
+  return "input exceeds the " + amount + " budget (set CUDASCOPE_INPUT_BUDGET to raise it)";
+}
+
+}  // namespace cudascope::util
