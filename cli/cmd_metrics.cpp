@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
 
 namespace {
 
@@ -14,7 +16,8 @@ struct MetricsFlags {
   bool allocator = false;
   bool no_health = false;
   std::vector<int> devices;
-  std::string bind = "0.0.0.0:9400";
+  std::string job;
+  std::string bind = "127.0.0.1:9400";
 };
 
 cudascope::metrics::MetricsOptions options_from(const MetricsFlags& flags) {
@@ -23,7 +26,17 @@ cudascope::metrics::MetricsOptions options_from(const MetricsFlags& flags) {
   options.per_stream = flags.allocator;
   options.device_health = !flags.no_health;
   options.devices = flags.devices;
+  options.job = flags.job;
   return options;
+}
+
+// Before any work: an out-of-range --device or a missing device is an error naming it.
+void check(const MetricsFlags& flags) {
+  try {
+    cudascope::metrics::check_devices(options_from(flags));
+  } catch (const std::out_of_range& e) {
+    throw std::runtime_error(std::string("--device: ") + e.what());
+  }
 }
 
 void add_common_flags(CLI::App* sub, MetricsFlags& flags) {
@@ -31,6 +44,7 @@ void add_common_flags(CLI::App* sub, MetricsFlags& flags) {
                 "Also report this process's caching-allocator statistics (for programs that embed the exporter)");
   sub->add_flag("--no-health", flags.no_health, "Leave out device health (NVML) figures");
   sub->add_option("--device", flags.devices, "Devices to report (default: all)");
+  sub->add_option("--job", flags.job, "A job label on every series");
 }
 
 void serve(const MetricsFlags& flags) {
@@ -40,11 +54,19 @@ void serve(const MetricsFlags& flags) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  cudascope::metrics::MetricsServer server(flags.bind, options_from(flags));
+  check(flags);
+  std::unique_ptr<cudascope::metrics::MetricsServer> server;
+  try {
+    server = std::make_unique<cudascope::metrics::MetricsServer>(flags.bind, options_from(flags));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("--bind: ") + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("--bind: ") + e.what());
+  }
   std::fprintf(stderr, "cudascope: serving metrics of %d device(s) on the %s backend at http://%s/metrics (port %d); "
                "Ctrl-C stops\n",
                cudascope::cuda::device_count(), cudascope::cuda::backend_name().c_str(), flags.bind.c_str(),
-               server.port());
+               server->port());
   int received = 0;
   sigwait(&stop_signals, &received);
   std::fprintf(stderr, "cudascope: stopped serving metrics (signal %d)\n", received);
@@ -56,13 +78,16 @@ CUDASCOPE_COMMAND(metrics, 60) {
   static MetricsFlags flags;
   CLI::App* sub = app.add_subcommand("metrics", "Print the current metrics once, in Prometheus text format");
   add_common_flags(sub, flags);
-  sub->callback([] { std::fputs(cudascope::metrics::render_metrics(options_from(flags)).c_str(), stdout); });
+  sub->callback([] {
+    check(flags);
+    std::fputs(cudascope::metrics::render_metrics(options_from(flags)).c_str(), stdout);
+  });
 }
 
 CUDASCOPE_COMMAND(serve, 61) {
   static MetricsFlags flags;
   CLI::App* sub = app.add_subcommand("serve", "Serve device metrics for Prometheus at http://BIND/metrics");
-  sub->add_option("--bind", flags.bind, "address:port to listen on (port 0 picks one)")->capture_default_str();
+  sub->add_option("--bind", flags.bind, "address:port to listen on (port 0 picks one; 0.0.0.0:PORT exposes it to the network)")->capture_default_str();
   add_common_flags(sub, flags);
   sub->callback([] { serve(flags); });
 }

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <thread>
 
 extern char** environ;
@@ -101,9 +102,57 @@ TEST(MetricsTest, AllocatorFiguresEqualMemoryStats) {
             static_cast<double>(stats.at("allocation.all.allocated")));
   EXPECT_GE(*find_sample(samples, "cudascope_memory_allocated_bytes", {{"device", "0"}, {"pool", "all"}}),
             (3 << 20) + 4096 + 700);
-  const double fragmentation = *find_sample(samples, "cudascope_memory_fragmentation_ratio", {{"device", "0"}});
-  EXPECT_DOUBLE_EQ(fragmentation, 1.0 - static_cast<double>(stats.at("allocated_bytes.all.current")) /
-                                            static_cast<double>(stats.at("reserved_bytes.all.current")));
+  // External fragmentation as the snapshot figures define it: 1 - largest free / cached.
+  const auto typed = cuda::allocator_stats(0);
+  const double cached = static_cast<double>(stats.at("reserved_bytes.all.current") - stats.at("active_bytes.all.current"));
+  ASSERT_GT(cached, 0) << "the 3 MiB block's segment leaves a free remainder";
+  EXPECT_DOUBLE_EQ(*find_sample(samples, "cudascope_memory_fragmentation_ratio", {{"device", "0"}}),
+                   1.0 - static_cast<double>(typed.largest_free_block) / cached);
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_alloc_bytes_total", {{"device", "0"}, {"pool", "all"}}),
+            static_cast<double>(stats.at("allocated_bytes.all.allocated")));
+}
+
+TEST(MetricsTest, FragmentationIsZeroWhenNothingIsCached) {
+  cuda::empty_cache();
+  metrics::MetricsOptions options;
+  options.devices = {1};  // never used by these tests
+  const auto samples = parse_exposition(metrics::render_metrics(options));
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_fragmentation_ratio", {{"device", "1"}}), 0.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_reserved_bytes", {{"device", "1"}, {"pool", "all"}}), 0.0);
+}
+
+// Under OpenMetrics a counter `x_total` is the family `x`: no gauge may be named `x`.
+TEST(MetricsTest, NoCounterSharesItsBaseNameWithAGauge) {
+  Allocations held;
+  held.add(1 << 20);
+  std::set<std::string> names;
+  for (const auto& sample : parse_exposition(metrics::render_metrics())) names.insert(sample.name);
+  std::size_t counters = 0;
+  for (const std::string& name : names) {
+    if (name.size() < 6 || name.compare(name.size() - 6, 6, "_total") != 0) continue;
+    ++counters;
+    EXPECT_EQ(names.count(name.substr(0, name.size() - 6)), 0u) << name;
+  }
+  EXPECT_GE(counters, 8u);
+}
+
+// What a program serving CUDASCOPE_METRICS exports: its own figures, labelled with its pid,
+// for the devices it used, and no device health (that is `cudascope serve`'s).
+TEST(MetricsTest, ProcessModeExportsOnlyThisProcessesFigures) {
+  Allocations held;
+  held.add(1 << 20, 0);
+  setenv("LOCAL_RANK", "5", 1);
+  metrics::MetricsOptions options;
+  options.process = true;
+  options.job = "nightly";
+  const auto samples = parse_exposition(metrics::render_metrics(options));
+  unsetenv("LOCAL_RANK");
+  const std::map<std::string, std::string> mine{
+      {"device", "0"}, {"pid", std::to_string(getpid())}, {"local_rank", "5"}, {"job", "nightly"}};
+  EXPECT_TRUE(find_sample(samples, "cudascope_memory_allocated_bytes", mine).has_value());
+  EXPECT_TRUE(find_sample(samples, "cudascope_device_info", mine).has_value());
+  EXPECT_FALSE(find_sample(samples, "cudascope_device_info", {{"device", "1"}}).has_value()) << "device 1 unused";
+  for (const auto& sample : samples) EXPECT_EQ(sample.name.rfind("cudascope_gpu_", 0), std::string::npos) << sample.name;
 }
 
 TEST(MetricsTest, PerStreamFiguresNameTheStream) {
@@ -145,6 +194,8 @@ TEST(MetricsTest, DeviceHealthInBaseUnits) {
   EXPECT_EQ(find_sample(samples, "cudascope_gpu_memory_total_bytes", {{"device", "0"}}),
             static_cast<double>(cuda::mem_get_info(0).second));
   EXPECT_FALSE(find_sample(samples, "cudascope_memory_allocated_bytes", {}).has_value()) << "allocator was off";
+  EXPECT_FALSE(find_sample(samples, "cudascope_device_info", {{"pid", std::to_string(getpid())}}).has_value())
+      << "device health is not per process";
 }
 
 TEST(MetricsTest, PromtoolAcceptsTheExposition) {
@@ -152,8 +203,14 @@ TEST(MetricsTest, PromtoolAcceptsTheExposition) {
   held.add(1 << 20);
   const std::string dir = temp_dir();
   std::ofstream(dir + "/metrics.txt") << metrics::render_metrics();
-  EXPECT_EQ(run_command("promtool check metrics < " + dir + "/metrics.txt"), 0)
-      << "promtool (Debian package prometheus) must be installed and accept the text";
+  metrics::MetricsOptions process;
+  process.process = true;
+  process.job = "a \"quoted\" job\\";
+  std::ofstream(dir + "/process.txt") << metrics::render_metrics(process);
+  for (const std::string file : {"metrics.txt", "process.txt"}) {
+    EXPECT_EQ(run_command("promtool check metrics < " + dir + "/" + file), 0)
+        << "promtool (Debian package prometheus) must be installed and accept " << file;
+  }
 }
 
 TEST(MetricsServerTest, ServesTheSameTextOverHttp) {

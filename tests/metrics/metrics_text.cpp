@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -76,6 +77,35 @@ std::optional<std::string> http_get(int port, const std::string& path) {
     return std::nullopt;
   }
   return response.substr(body + 4);
+}
+
+int idle_connection(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+std::optional<std::string> http_exchange(int port, const std::string& request, int timeout_ms) {
+  const int fd = idle_connection(port);
+  if (fd < 0) return std::nullopt;
+  timeval timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  if (!request.empty() && write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string response;
+  char buffer[8192];
+  ssize_t n = 0;
+  while ((n = read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, static_cast<std::size_t>(n));
+  close(fd);
+  if (n < 0) return std::nullopt;  // timed out before the server closed
+  return response;
 }
 
 int free_port() {

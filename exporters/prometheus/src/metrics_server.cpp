@@ -1,55 +1,99 @@
 #include <cudascope/metrics/metrics.h>
 
+#include "http_server.h"
 #include "runtime_collector.h"
 
-#include <prometheus/exposer.h>
 #include <prometheus/text_serializer.h>
 
 #include <cstdio>
+#include <mutex>
 #include <stdexcept>
 
 namespace cudascope::metrics {
 
 std::string render_metrics(const MetricsOptions& options) {
+  check_devices(options);
   const detail::RuntimeCollector collector(options);
   return prometheus::TextSerializer().Serialize(collector.Collect());
 }
 
 struct MetricsServer::Impl {
-  std::shared_ptr<detail::RuntimeCollector> collector;
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::mutex mutex;
+  std::vector<std::function<std::string()>> sources;
+  std::unique_ptr<detail::HttpServer> http;
+
+  explicit Impl(const std::string& bind) {
+    std::map<std::string, detail::HttpHandler> routes;
+    routes["/metrics"] = [this](const detail::HttpRequest&) {
+      detail::HttpResponse response;
+      response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      std::lock_guard lock(mutex);
+      for (const auto& source : sources) response.body += source();
+      return response;
+    };
+    routes["/"] = [](const detail::HttpRequest&) {
+      return detail::HttpResponse{200, "text/plain; charset=utf-8", "cudascope metrics: see /metrics\n"};
+    };
+    http = std::make_unique<detail::HttpServer>(bind, std::move(routes));
+  }
 };
 
-MetricsServer::MetricsServer(const std::string& bind, MetricsOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->collector = std::make_shared<detail::RuntimeCollector>(std::move(options));
-  try {
-    impl_->exposer = std::make_unique<prometheus::Exposer>(bind);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("cannot serve metrics on " + bind + ": " + e.what());
-  }
-  impl_->exposer->RegisterCollectable(impl_->collector);
+MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MetricsServer::MetricsServer(const std::string& bind, MetricsOptions options) {
+  check_devices(options);
+  impl_ = std::make_unique<Impl>(bind);
+  auto collector = std::make_shared<detail::RuntimeCollector>(std::move(options));
+  add_source([collector] { return prometheus::TextSerializer().Serialize(collector->Collect()); });
+}
+
+std::unique_ptr<MetricsServer> MetricsServer::without_sources(const std::string& bind) {
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::make_unique<Impl>(bind)));
 }
 
 MetricsServer::~MetricsServer() = default;
 
-int MetricsServer::port() const {
-  const std::vector<int> ports = impl_->exposer->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
+void MetricsServer::add_source(std::function<std::string()> render) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->sources.push_back(std::move(render));
+}
+
+int MetricsServer::port() const { return impl_->http->port(); }
+
+MetricsServer& process_server(const std::string& bind) {
+  static std::mutex mutex;
+  static MetricsServer* server = nullptr;  // never destroyed: scrapes may come until exit
+  static std::string bound;
+  std::lock_guard lock(mutex);
+  if (server == nullptr) {
+    server = MetricsServer::without_sources(bind).release();
+    bound = bind;
+  } else if (bind != bound) {
+    throw std::invalid_argument("this process already serves metrics on " + bound + " (asked for " + bind + ")");
+  }
+  return *server;
 }
 
 }  // namespace cudascope::metrics
 
 // Entry point the runtime calls when CUDASCOPE_METRICS=address:port is set (tool_loader.cpp):
-// serves this process's figures until exit. Returns 0 on success.
+// serves this process's own figures (allocator of the devices it uses, pid/rank labels)
+// until exit, beside the profiler's when the injection library records it. Returns 0 on success.
 extern "C" __attribute__((visibility("default"))) int cudascope_metrics_autostart(const char* bind) {
-  static std::unique_ptr<cudascope::metrics::MetricsServer> server;
-  if (server) return 0;
+  static bool started = false;
+  if (started) return 0;
   try {
-    server = std::make_unique<cudascope::metrics::MetricsServer>(bind);
-    std::fprintf(stderr, "cudascope: serving metrics at http://%s/metrics (port %d)\n", bind, server->port());
+    cudascope::metrics::MetricsOptions options;
+    options.process = true;
+    options.device_health = false;
+    auto collector = std::make_shared<cudascope::metrics::detail::RuntimeCollector>(std::move(options));
+    cudascope::metrics::MetricsServer& server = cudascope::metrics::process_server(bind);
+    server.add_source([collector] { return prometheus::TextSerializer().Serialize(collector->Collect()); });
+    started = true;
+    std::fprintf(stderr, "cudascope: serving this process's metrics at http://%s/metrics (port %d)\n", bind, server.port());
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cudascope: %s\n", e.what());
+    std::fprintf(stderr, "cudascope: CUDASCOPE_METRICS=%s: %s\n", bind, e.what());
     return 1;
   }
 }

@@ -44,104 +44,117 @@ void add(Families& families, const std::string& name, const std::string& help, M
   families.get(name, help, type).metric.push_back(std::move(metric));
 }
 
+}  // namespace
+
 std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "unknown";
   return name;
 }
 
-struct PoolKey {
-  const char* stats_name;  // memory_stats' pool name
-  const char* label;       // the pool label's value
-};
-constexpr PoolKey kPools[] = {{"all", "all"}, {"small_pool", "small"}, {"large_pool", "large"}};
+namespace {
 
-// memory_stats figures exported per pool: (stats prefix, stat, metric, help, type).
+constexpr const char* kPoolLabels[] = {"all", "small", "large"};
+
+// Allocator figures exported per pool: which counter, which of its fields, metric, help, type.
+using PerPool = cuda::AllocatorStats::PerPool;
 struct PoolFigure {
-  const char* prefix;
-  const char* stat;
+  PerPool cuda::AllocatorStats::*counter;
+  std::int64_t cuda::MemoryStat::*field;
   const char* metric;
   const char* help;
   MetricType type;
 };
-constexpr PoolFigure kPoolFigures[] = {
-    {"allocated_bytes", "current", "cudascope_memory_allocated_bytes", "Bytes in allocated blocks.", MetricType::Gauge},
-    {"allocated_bytes", "peak", "cudascope_memory_allocated_peak_bytes", "Peak of allocated bytes since the last reset.",
+using S = cuda::AllocatorStats;
+using M = cuda::MemoryStat;
+const PoolFigure kPoolFigures[] = {
+    {&S::allocated_bytes, &M::current, "cudascope_memory_allocated_bytes", "Bytes in allocated blocks.", MetricType::Gauge},
+    {&S::allocated_bytes, &M::peak, "cudascope_memory_allocated_peak_bytes", "Peak of allocated bytes since the last reset.",
      MetricType::Gauge},
-    {"reserved_bytes", "current", "cudascope_memory_reserved_bytes", "Bytes in segments reserved from the device.",
+    {&S::reserved_bytes, &M::current, "cudascope_memory_reserved_bytes", "Bytes in segments reserved from the device.",
      MetricType::Gauge},
-    {"reserved_bytes", "peak", "cudascope_memory_reserved_peak_bytes", "Peak of reserved bytes since the last reset.",
+    {&S::reserved_bytes, &M::peak, "cudascope_memory_reserved_peak_bytes", "Peak of reserved bytes since the last reset.",
      MetricType::Gauge},
-    {"active_bytes", "current", "cudascope_memory_active_bytes", "Bytes in active blocks (allocated or pending free).",
+    {&S::active_bytes, &M::current, "cudascope_memory_active_bytes", "Bytes in active blocks (allocated or pending free).",
      MetricType::Gauge},
-    {"inactive_split_bytes", "current", "cudascope_memory_inactive_split_bytes",
-     "Bytes in inactive blocks that are split off a larger block (fragmentation).", MetricType::Gauge},
-    {"requested_bytes", "current", "cudascope_memory_requested_bytes",
+    {&S::inactive_split_bytes, &M::current, "cudascope_memory_inactive_split_bytes",
+     "Bytes in inactive blocks that are split off a larger block.", MetricType::Gauge},
+    {&S::requested_bytes, &M::current, "cudascope_memory_requested_bytes",
      "Bytes requested by callers (before the allocator's rounding).", MetricType::Gauge},
-    {"allocation", "current", "cudascope_memory_blocks", "Allocated blocks.", MetricType::Gauge},
-    {"segment", "current", "cudascope_memory_segments", "Reserved segments.", MetricType::Gauge},
-    {"allocated_bytes", "allocated", "cudascope_memory_allocated_bytes_total", "Bytes allocated since the last reset.",
+    {&S::allocation, &M::current, "cudascope_memory_blocks", "Allocated blocks.", MetricType::Gauge},
+    {&S::segment, &M::current, "cudascope_memory_segments", "Reserved segments.", MetricType::Gauge},
+    // Counters are named for the action (alloc, free), never for a gauge's base name, so
+    // cudascope_memory_allocated_bytes (gauge) has no cudascope_memory_allocated_bytes_total twin.
+    {&S::allocated_bytes, &M::allocated, "cudascope_memory_alloc_bytes_total", "Bytes allocated since the last reset.",
      MetricType::Counter},
-    {"allocated_bytes", "freed", "cudascope_memory_freed_bytes_total", "Bytes freed since the last reset.",
+    {&S::allocated_bytes, &M::freed, "cudascope_memory_free_bytes_total", "Bytes freed since the last reset.",
      MetricType::Counter},
-    {"allocation", "allocated", "cudascope_memory_allocations_total", "Allocations since the last reset.",
+    {&S::allocation, &M::allocated, "cudascope_memory_allocations_total", "Allocations since the last reset.",
      MetricType::Counter},
-    {"allocation", "freed", "cudascope_memory_frees_total", "Frees since the last reset.", MetricType::Counter},
-    {"segment", "allocated", "cudascope_memory_segment_allocations_total",
+    {&S::allocation, &M::freed, "cudascope_memory_frees_total", "Frees since the last reset.", MetricType::Counter},
+    {&S::segment, &M::allocated, "cudascope_memory_segment_allocations_total",
      "Segments reserved from the device since the last reset.", MetricType::Counter},
-    {"segment", "freed", "cudascope_memory_segment_frees_total", "Segments released to the device since the last reset.",
+    {&S::segment, &M::freed, "cudascope_memory_segment_frees_total", "Segments released to the device since the last reset.",
      MetricType::Counter},
 };
 
-// memory_stats figures without a pool: (key, metric, help).
+// Allocator figures without a pool.
 struct DeviceFigure {
-  const char* key;
+  std::int64_t cuda::AllocatorStats::*value;
   const char* metric;
   const char* help;
 };
-constexpr DeviceFigure kDeviceCounters[] = {
-    {"num_ooms", "cudascope_memory_oom_total", "Out-of-memory errors raised."},
-    {"num_alloc_retries", "cudascope_memory_alloc_retries_total",
+const DeviceFigure kDeviceCounters[] = {
+    {&S::num_ooms, "cudascope_memory_oom_total", "Out-of-memory errors raised."},
+    {&S::num_alloc_retries, "cudascope_memory_alloc_retries_total",
      "Device allocations that failed and were retried after freeing the cache."},
-    {"num_device_alloc", "cudascope_memory_device_allocs_total", "Device memory allocations (cudaMalloc and maps)."},
-    {"num_device_free", "cudascope_memory_device_frees_total", "Device memory releases (cudaFree and unmaps)."},
-    {"num_sync_all_streams", "cudascope_memory_sync_all_streams_total",
+    {&S::num_device_alloc, "cudascope_memory_device_allocs_total", "Device memory allocations (cudaMalloc and maps)."},
+    {&S::num_device_free, "cudascope_memory_device_frees_total", "Device memory releases (cudaFree and unmaps)."},
+    {&S::num_sync_all_streams, "cudascope_memory_sync_all_streams_total",
      "Times the allocator synchronised every stream (to release cached memory)."},
 };
 
-std::int64_t stat(const std::map<std::string, std::int64_t>& stats, const std::string& key) {
-  const auto found = stats.find(key);
-  return found == stats.end() ? 0 : found->second;
+// External fragmentation as analysis::Figures defines it for snapshots: the share of the
+// cached (inactive) bytes outside the largest free block, 0 when nothing is cached. 0 means
+// one request of all the cached bytes would fit; near 1, the cache is in small pieces.
+double fragmentation(const cuda::AllocatorStats& stats) {
+  const std::int64_t inactive = stats.reserved_bytes[cuda::kPoolAll].current - stats.active_bytes[cuda::kPoolAll].current;
+  if (inactive <= 0) return 0.0;
+  return 1.0 - static_cast<double>(stats.largest_free_block) / static_cast<double>(inactive);
 }
 
-void collect_allocator(Families& families, const MetricsOptions& options, int device,
+void collect_allocator(Families& families, const MetricsOptions& options, int device, const cuda::AllocatorStats& stats,
                        const std::vector<prometheus::ClientMetric::Label>& base) {
-  const std::map<std::string, std::int64_t> stats = cuda::memory_stats(device);
   for (const PoolFigure& figure : kPoolFigures) {
-    for (const PoolKey& pool : kPools) {
+    for (int pool = 0; pool < 3; ++pool) {
       auto labels = base;
-      labels.push_back({"pool", pool.label});
-      const std::string key = std::string(figure.prefix) + "." + pool.stats_name + "." + figure.stat;
-      add(families, figure.metric, figure.help, figure.type, labels, static_cast<double>(stat(stats, key)));
+      labels.push_back({"pool", kPoolLabels[pool]});
+      add(families, figure.metric, figure.help, figure.type, labels,
+          static_cast<double>((stats.*figure.counter)[pool].*figure.field));
     }
   }
   for (const DeviceFigure& figure : kDeviceCounters) {
-    add(families, figure.metric, figure.help, MetricType::Counter, base, static_cast<double>(stat(stats, figure.key)));
+    add(families, figure.metric, figure.help, MetricType::Counter, base, static_cast<double>(stats.*figure.value));
   }
-  const double reserved = static_cast<double>(stat(stats, "reserved_bytes.all.current"));
-  const double allocated = static_cast<double>(stat(stats, "allocated_bytes.all.current"));
   add(families, "cudascope_memory_fragmentation_ratio",
-      "Share of reserved bytes not in allocated blocks (1 - allocated / reserved; 0 when nothing is reserved).",
-      MetricType::Gauge, base, reserved > 0 ? 1.0 - allocated / reserved : 0.0);
+      "Share of cached (reserved but inactive) bytes outside the largest free block: 1 - largest free block / "
+      "(reserved - active); 0 when nothing is cached. The snapshot figures' external fragmentation.",
+      MetricType::Gauge, base, fragmentation(stats));
   if (!options.per_stream) return;
-  for (const auto& [stream, stream_stats] : cuda::memory_stats_per_stream(device)) {
+  for (const auto& [stream, stream_stats] : cuda::allocator_stats_per_stream(device)) {
     auto labels = base;
     labels.push_back({"stream", std::to_string(stream)});
     add(families, "cudascope_memory_stream_allocated_bytes", "Bytes in allocated blocks, per stream.",
-        MetricType::Gauge, labels, static_cast<double>(stat(stream_stats, "allocated_bytes.current")));
+        MetricType::Gauge, labels, static_cast<double>(stream_stats.allocated_bytes.current));
     add(families, "cudascope_memory_stream_reserved_bytes", "Bytes in segments reserved, per stream.",
-        MetricType::Gauge, labels, static_cast<double>(stat(stream_stats, "reserved_bytes.current")));
+        MetricType::Gauge, labels, static_cast<double>(stream_stats.reserved_bytes.current));
   }
+}
+
+// A device this process used: its allocator reserved memory there at some point.
+bool used(const cuda::AllocatorStats& stats) {
+  return stats.reserved_bytes[cuda::kPoolAll].peak > 0 || stats.num_device_alloc > 0 ||
+         stats.segment[cuda::kPoolAll].allocated > 0;
 }
 
 void collect_health(Families& families, int device, const std::vector<prometheus::ClientMetric::Label>& base) {
@@ -180,10 +193,17 @@ void collect_health(Families& families, int device, const std::vector<prometheus
 }  // namespace
 
 RuntimeCollector::RuntimeCollector(MetricsOptions options) : options_(std::move(options)) {
-  if (options_.host.empty()) options_.host = host_name();
-  if (options_.rank.empty()) {
-    if (const char* rank = std::getenv("RANK")) options_.rank = rank;
+  const ProcessLabels process = ProcessLabels::from_environment(options_.job);
+  if (options_.host.empty()) options_.host = process.host;
+  if (options_.rank.empty()) options_.rank = process.rank;
+  constant_labels_.push_back({"host", options_.host});
+  if (!options_.rank.empty()) constant_labels_.push_back({"rank", options_.rank});
+  if (options_.process) {
+    constant_labels_.push_back({"pid", process.pid});
+    if (!process.local_rank.empty()) constant_labels_.push_back({"local_rank", process.local_rank});
   }
+  const std::string job = options_.process ? process.job : options_.job;
+  if (!job.empty()) constant_labels_.push_back({"job", job});
 }
 
 std::vector<MetricFamily> RuntimeCollector::Collect() const {
@@ -195,20 +215,60 @@ std::vector<MetricFamily> RuntimeCollector::Collect() const {
   }
   const std::string backend = cuda::backend_name();
   for (int device : devices) {
+    cuda::AllocatorStats stats;
+    if (options_.allocator || options_.process) stats = cuda::allocator_stats(device);
+    if (options_.process && options_.devices.empty() && !used(stats)) continue;
     const cuda::DeviceProperties props = cuda::get_device_properties(device);
-    std::vector<prometheus::ClientMetric::Label> base{{"device", std::to_string(device)}, {"uuid", props.uuid_string()},
-                                                      {"host", options_.host}};
-    if (!options_.rank.empty()) base.push_back({"rank", options_.rank});
+    std::vector<prometheus::ClientMetric::Label> base{{"device", std::to_string(device)}, {"uuid", props.uuid_string()}};
+    base.insert(base.end(), constant_labels_.begin(), constant_labels_.end());
     auto info = base;
     info.push_back({"name", props.name});
     info.push_back({"capability", std::to_string(props.major) + "." + std::to_string(props.minor)});
     info.push_back({"backend", backend});
     add(families, "cudascope_device_info", "The device, with its name, capability and backend as labels.",
         MetricType::Gauge, info, 1.0);
-    if (options_.allocator) collect_allocator(families, options_, device, base);
-    if (options_.device_health) collect_health(families, device, base);
+    if (options_.allocator) collect_allocator(families, options_, device, stats, base);
+    if (options_.device_health && !options_.process) collect_health(families, device, base);
   }
   return families.take();
 }
 
 }  // namespace cudascope::metrics::detail
+
+namespace cudascope::metrics {
+
+ProcessLabels ProcessLabels::from_environment(const std::string& job) {
+  const auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr ? value : "");
+  };
+  ProcessLabels labels;
+  labels.host = detail::host_name();
+  labels.pid = std::to_string(getpid());
+  labels.rank = env("RANK");
+  labels.local_rank = env("LOCAL_RANK");
+  labels.job = job.empty() ? env("CUDASCOPE_JOB") : job;
+  return labels;
+}
+
+void check_devices(const MetricsOptions& options) {
+  int count = 0;
+  try {
+    count = cuda::device_count();
+  } catch (const cuda::Error& e) {
+    throw std::runtime_error(std::string("no device to report: ") + e.what());
+  }
+  const std::string backend = cuda::backend_name();
+  if (count == 0) {
+    throw std::runtime_error("no device to report: the " + backend +
+                             " backend found none (CUDASCOPE_BACKEND=sim reports a simulated one)");
+  }
+  for (int device : options.devices) {
+    if (device < 0 || device >= count) {
+      throw std::out_of_range("device " + std::to_string(device) + " does not exist: the " + backend + " backend has " +
+                              std::to_string(count) + " device(s), 0 to " + std::to_string(count - 1));
+    }
+  }
+}
+
+}  // namespace cudascope::metrics

@@ -6,9 +6,13 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <string>
 #include <vector>
 
 namespace cudascope::metrics::detail {
+
+// The host's name ("unknown" when it cannot be read).
+std::string host_name();
 
 class RuntimeCollector final : public prometheus::Collectable {
  public:
@@ -17,6 +21,7 @@ class RuntimeCollector final : public prometheus::Collectable {
 
  private:
   MetricsOptions options_;
+  std::vector<prometheus::ClientMetric::Label> constant_labels_;
 };
 
 }  // namespace cudascope::metrics::detail

@@ -4,49 +4,95 @@
 // Figures are read at scrape time, so recording costs nothing between scrapes.
 //
 // Names follow Prometheus conventions: `cudascope_*`, base units (_bytes, _ratio,
-// _celsius, _watts, _joules_total, _hertz), bounded labels (device, uuid, pool, stream,
-// and the constant labels host and rank).
+// _celsius, _watts, _joules_total, _hertz). Labels and their bounds:
+//   device, uuid      one per device reported
+//   pool              all, small, large
+//   stream            one per stream the allocator served (streams a program creates)
+//   host              constant: the host name
+//   pid, rank, local_rank, job   constant, per-process figures only (see MetricsOptions::process)
+// Counters never share a base name with a gauge (so OpenMetrics parsers accept the text),
+// and `promtool check metrics` passes on every exposition.
 //
 // Thread-safety: render_metrics may be called from any thread; a MetricsServer serves
-// scrapes on its own threads until it is destroyed.
+// scrapes on its own thread until it is destroyed.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace cudascope::metrics {
 
+// The constant labels that say which process figures belong to.
+struct ProcessLabels {
+  std::string host;        // the host name
+  std::string pid;         // this process
+  std::string rank;        // $RANK (torchrun), empty when unset
+  std::string local_rank;  // $LOCAL_RANK
+  std::string job;         // `job`, else $CUDASCOPE_JOB, empty when neither
+  // This process's labels from the environment.
+  static ProcessLabels from_environment(const std::string& job = "");
+};
+
 struct MetricsOptions {
   // Which families to collect.
   bool allocator = true;      // memory_stats of this process's caching allocator
   bool per_stream = true;     // allocated/reserved bytes per stream (bounded by the streams used)
   bool device_health = true;  // utilization, temperature, power, clocks, energy, memory
-  // Devices to report; empty: all devices of the current backend.
+  // Devices to report; empty: all devices of the current backend (process mode: those whose
+  // allocator this process used).
   std::vector<int> devices;
-  // Constant labels: host (default: the host name) and rank (default: $RANK, omitted if unset).
+  // Per-process figures, as a program serving CUDASCOPE_METRICS exports them: the allocator
+  // and device info of the devices it used, labelled with pid (and rank, local_rank, job);
+  // no device health, which `cudascope serve` exports once per device for every process.
+  bool process = false;
+  // Constant labels: host (default: the host name) and rank (default: $RANK, omitted if
+  // unset); in process mode also pid, local_rank and job (ProcessLabels::from_environment).
   std::string host;
   std::string rank;
+  std::string job;
 };
 
+// Throws std::out_of_range naming the device and the backend's device count when one of
+// `options.devices` is not a device, and std::runtime_error when the backend has no device
+// (or cannot start: the message says why). Call it before serving: scrapes then cannot fail.
+void check_devices(const MetricsOptions& options);
+
 // The current metrics in Prometheus' text exposition format (version 0.0.4).
+// Throws as check_devices does.
 std::string render_metrics(const MetricsOptions& options = {});
 
-// An HTTP endpoint serving /metrics. `bind` is "address:port"; port 0 picks a free port.
-// Throws std::runtime_error naming the address when it cannot listen.
+// An HTTP endpoint serving /metrics (see http_server.h for its limits: clients that send
+// nothing or read slowly never hold a scrape back). `bind` is "address:port"; port 0 picks
+// a free port. The default listens on loopback only: exposing it is the caller's choice.
 class MetricsServer {
  public:
-  explicit MetricsServer(const std::string& bind = "0.0.0.0:9400", MetricsOptions options = {});
+  // Serves render_metrics(options). Throws std::invalid_argument naming `bind` when it is
+  // not an address:port, std::runtime_error naming it when it cannot listen, and as
+  // check_devices does.
+  explicit MetricsServer(const std::string& bind = "127.0.0.1:9400", MetricsOptions options = {});
+  // Serves only what add_source adds.
+  static std::unique_ptr<MetricsServer> without_sources(const std::string& bind);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
+  // Adds text appended to every scrape (whole metric families, names distinct from the
+  // others'). Thread-safe; `render` is called on the server's thread.
+  void add_source(std::function<std::string()> render);
   // The port it listens on (the chosen one when asked for port 0).
   int port() const;
 
  private:
   struct Impl;
+  explicit MetricsServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The one server of this process for CUDASCOPE_METRICS: created on the first call on
+// `bind`, shared by the runtime's figures and the profiler's (later calls with another bind
+// throw std::invalid_argument). Never destroyed. Throws as MetricsServer does.
+MetricsServer& process_server(const std::string& bind);
 
 }  // namespace cudascope::metrics

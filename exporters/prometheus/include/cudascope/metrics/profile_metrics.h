@@ -1,0 +1,77 @@
+#pragma once
+// Live metrics of a recorded process, from the profiler's records (the ones the trace is
+// written from): what `cudascope run --metrics` and CUDASCOPE_METRICS in the injection
+// library serve while the program runs.
+//
+//   auto live = std::make_shared<ProfileMetrics>(options);
+//   session.start(ProfileMetrics::tee(live, exporters::open_chrome_trace(path)));  // or nullptr: metrics only
+//   server.add_source([live] { return live->render(); });
+//
+// Families (all with the constant labels host, pid, and rank, local_rank, job when known):
+//   cudascope_kernels_total, cudascope_kernel_seconds_total        {device, kernel[, nvtx_range]}
+//   cudascope_memcpy_total, _bytes_total, _seconds_total            {device, kind}
+//   cudascope_memset_total, _bytes_total, _seconds_total            {device}
+//   cudascope_sync_total, cudascope_sync_seconds_total              {type}
+//   cudascope_nvtx_range_duration_seconds (histogram)               {domain, range}
+//   cudascope_process_device_memory_bytes, _peak_bytes              {device}  (allocator records)
+//   cudascope_profiler_records_total, cudascope_profiler_dropped_records_total{source},
+//   cudascope_profiler_buffer_bytes
+//
+// Cardinality: kernel (or kernel and range) and NVTX range names are bounded by top_names.
+// At the first scrape the top_names by GPU time (range time) get their own series; later,
+// free slots go to the next names by time, counted from then on. Everything else is summed
+// into kernel="other" / range="other", so counters never decrease and the sum over all
+// series equals the records seen. Distinct names tracked are capped (kMaxTrackedNames);
+// past that, new names count straight into "other". Domains beyond 16 are "other" too.
+//
+// Thread-safety: the sink side (begin/write/flush/end) runs on the session's writer thread;
+// render() and set_session_stats() may be called from any thread.
+
+#include <cudascope/metrics/metrics.h>
+#include <cudascope/profiler/session.h>
+#include <cudascope/profiler/trace_sink.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace cudascope::metrics {
+
+struct ProfileMetricsOptions {
+  std::size_t top_names = 20;  // kernel names / NVTX range names with series of their own
+  // Kernels also labelled with the innermost NVTX range open on the launching thread when
+  // they were launched (needs the launch API records: the `runtime` or `launch` activity).
+  bool label_nvtx = false;
+  ProcessLabels labels = ProcessLabels::from_environment();
+};
+
+class ProfileMetrics {
+ public:
+  static constexpr std::size_t kMaxTrackedNames = 100000;
+
+  explicit ProfileMetrics(ProfileMetricsOptions options = {});
+  ~ProfileMetrics();
+  ProfileMetrics(const ProfileMetrics&) = delete;
+  ProfileMetrics& operator=(const ProfileMetrics&) = delete;
+
+  // A sink that counts every record into `metrics`, then hands it to `inner` (nullptr: no
+  // trace, metrics only).
+  static std::unique_ptr<profiler::TraceSink> tee(std::shared_ptr<ProfileMetrics> metrics,
+                                                  std::unique_ptr<profiler::TraceSink> inner);
+
+  // Counts records (as TraceSink::write receives them: NVTX text continuations follow).
+  void consume(const profiler::Record* records, std::size_t count);
+  // After a batch of consume calls (the tee calls it on flush): kernels waiting for their
+  // launch's NVTX range are counted.
+  void flushed();
+  // The profiler's health figures (the session's on_flush gives them).
+  void set_session_stats(const profiler::SessionStats& stats);
+  // The exposition text of everything counted so far.
+  std::string render();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cudascope::metrics
