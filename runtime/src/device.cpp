@@ -22,9 +22,13 @@ std::atomic<bool> initialized{false};
 std::atomic<bool> in_bad_fork{false};
 std::once_flag init_once;
 std::atomic<int> sync_debug_mode{0};
-// Read by every allocator call: initial-exec, so an %fs-relative load rather than a
-// __tls_get_addr call (the runtime is a shared library).
-[[gnu::tls_model("initial-exec")]] thread_local int current_device_of_thread = 0;
+// Read by every allocator call without a device. Global-dynamic (the shared library's
+// default), not initial-exec: the runtime is also loaded with dlopen (by PyTorch through
+// libcudascope_torch_allocator.so, by the CUDA driver through libcudascope_inject.so), and one
+// initial-exec variable puts the library's whole TLS block, the static CUDA runtime's 4 KiB
+// (4 KiB-aligned) included, into the static TLS surplus, which is far smaller: dlopen then
+// fails with "cannot allocate memory in static TLS block".
+thread_local int current_device_of_thread = 0;
 // device_count() once the backend is initialised (0 before): resolve_device's common case
 // is then one compare, without calling the backend.
 std::atomic<int> known_device_count{0};

@@ -51,10 +51,10 @@ struct CurrentStream {
 
 // Per thread, per device. Every allocation without an explicit stream reads this, so the
 // first devices' slots are a plain array: trivially destructible (no first-use guard to
-// test) and initial-exec (an %fs-relative load, no __tls_get_addr call; 192 bytes of
-// static TLS). Devices beyond it use a vector grown on first use.
+// test). Not initial-exec: see current_device_of_thread in device.cpp. Devices beyond it
+// use a vector grown on first use.
 constexpr std::size_t kInlineDevices = 8;
-[[gnu::tls_model("initial-exec")]] thread_local std::array<CurrentStream, kInlineDevices> inline_streams;
+thread_local std::array<CurrentStream, kInlineDevices> inline_streams;
 thread_local std::vector<CurrentStream> more_streams;
 
 CurrentStream& current_slot(int device) {
