@@ -1,0 +1,101 @@
+// NVTX_INJECTION64_PATH=libcudascope_torch_allocator.so: each NVTX instance of the process
+// (torch.cuda.nvtx's among them) calls InitializeInjectionNvtx2 on its first NVTX call, and
+// its range push/pop then reach the handlers here, which keep the thread's range stack in the
+// runtime (cudascope::cuda::nvtx), where the allocator's history reads it for every
+// allocation. The runtime's own NVTX instance is declined: its pushes are already on the
+// stack, and our handler calling back into it would recurse.
+#include "torch_allocator.h"
+
+#include <cudascope/cuda/nvtx.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+
+namespace {
+
+namespace nvtx = cudascope::cuda::nvtx;
+
+std::string narrow(const wchar_t* text) {
+  std::string out;
+  for (; text != nullptr && *text != L'\0'; ++text) out += *text < 0x80 ? static_cast<char>(*text) : '?';
+  return out;
+}
+
+std::string message_of(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return {};
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii == nullptr ? "" : a->message.ascii;
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+      const char* text = reinterpret_cast<const char*>(a->message.registered);
+      return text == nullptr ? "" : text;
+    }
+    case NVTX_MESSAGE_TYPE_UNICODE: return narrow(a->message.unicode);
+    default: return {};
+  }
+}
+
+// NVTX handlers must not throw.
+int push(const char* message) noexcept {
+  try {
+    return nvtx::range_push(message == nullptr ? "" : message);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int NVTX_API push_a(const char* message) { return push(message); }
+int NVTX_API push_w(const wchar_t* message) { return push(narrow(message).c_str()); }
+int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return push(message_of(a).c_str()); }
+int NVTX_API pop() { return nvtx::range_pop(); }
+int NVTX_API domain_push_ex(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return push(message_of(a).c_str()); }
+int NVTX_API domain_pop(nvtxDomainHandle_t) { return nvtx::range_pop(); }
+// Registered strings are handed back as their text, which message_of reads.
+nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t, const char* text) {
+  return reinterpret_cast<nvtxStringHandle_t>(strdup(text == nullptr ? "" : text));
+}
+
+bool from_the_runtime(const void* get_export_table) {
+  Dl_info caller{}, runtime{};
+  return dladdr(get_export_table, &caller) != 0 &&
+         dladdr(reinterpret_cast<const void*>(&nvtx::range_stack), &runtime) != 0 &&
+         caller.dli_fbase == runtime.dli_fbase;
+}
+
+template <typename Fn>
+void set(NvtxFunctionTable table, unsigned size, unsigned index, Fn fn) {
+  if (index < size && table[index] != nullptr) *table[index] = reinterpret_cast<NvtxFunctionPointer>(fn);
+}
+
+bool install(NvtxExportTableCallbacks const* callbacks, NvtxCallbackModule module,
+             void (*fill)(NvtxFunctionTable, unsigned)) {
+  NvtxFunctionTable table = nullptr;
+  unsigned size = 0;
+  if (callbacks->GetModuleFunctionTable(module, &table, &size) == 0 || table == nullptr) return false;
+  fill(table, size);
+  return true;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    const void* (*get_export_table)(unsigned int)) {
+  if (get_export_table == nullptr || from_the_runtime(reinterpret_cast<const void*>(get_export_table))) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;
+  const bool core = install(callbacks, NVTX_CB_MODULE_CORE, [](NvtxFunctionTable table, unsigned size) {
+    set(table, size, NVTX_CBID_CORE_RangePushEx, &push_ex);
+    set(table, size, NVTX_CBID_CORE_RangePushA, &push_a);
+    set(table, size, NVTX_CBID_CORE_RangePushW, &push_w);
+    set(table, size, NVTX_CBID_CORE_RangePop, &pop);
+  });
+  install(callbacks, NVTX_CB_MODULE_CORE2, [](NvtxFunctionTable table, unsigned size) {
+    set(table, size, NVTX_CBID_CORE2_DomainRangePushEx, &domain_push_ex);
+    set(table, size, NVTX_CBID_CORE2_DomainRangePop, &domain_pop);
+    set(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &register_string_a);
+  });
+  return core ? 1 : 0;
+}
