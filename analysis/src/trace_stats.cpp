@@ -1,4 +1,5 @@
 #include <cudascope/analysis/trace_stats.h>
+#include <cudascope/util/json_escape.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,14 +17,26 @@ void add(DurationStat& stat, std::int64_t duration) {
   stat.total_ns += duration;
 }
 
-std::vector<DurationStat> sorted(std::map<std::string, DurationStat>& by_name) {
+// Per-name figures keyed by the interned name, turned into a table at the end.
+using ByName = std::unordered_map<std::uint32_t, DurationStat>;
+
+std::vector<DurationStat> sorted(const TraceModel& model, ByName& by_name) {
   std::vector<DurationStat> out;
+  out.reserve(by_name.size());
   for (auto& [name, stat] : by_name) {
-    stat.name = name;
-    out.push_back(stat);
+    stat.name = model.string(name);
+    out.push_back(std::move(stat));
   }
-  std::stable_sort(out.begin(), out.end(), [](const DurationStat& a, const DurationStat& b) { return a.total_ns > b.total_ns; });
+  std::sort(out.begin(), out.end(), [](const DurationStat& a, const DurationStat& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
   return out;
+}
+
+// "Memcpy HtoD" -> "HtoD"; Kineto's "Memcpy DtoH (Device -> Pageable)" -> "DtoH".
+std::string copy_kind(std::string_view name) {
+  if (name.rfind("Memcpy ", 0) == 0) name.remove_prefix(7);
+  return std::string(name.substr(0, name.find(' ')));
 }
 
 std::string csv_field(const std::string& text) {
@@ -42,93 +55,127 @@ std::string us(double ns) {
   return text;
 }
 
-}  // namespace
+std::string us(std::int64_t ns) { return us(static_cast<double>(ns)); }
 
-TraceStats compute_stats(const Trace& trace) {
-  TraceStats stats;
-  stats.events = static_cast<std::int64_t>(trace.events.size());
-  stats.dropped_buffer = trace.dropped_buffer;
-  stats.dropped_cupti = trace.dropped_cupti;
-  stats.complete = trace.complete;
-  std::map<std::string, DurationStat> kernels;
-  std::map<std::string, DurationStat> ranges;
-  std::map<std::string, CopyStat> copies;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<const TraceEvent*>> open;
-  std::unordered_map<std::string, const TraceEvent*> open_async;
-  for (const TraceEvent& e : trace.events) {
-    if (e.ph == "X" && e.cat == "kernel") {
-      add(kernels[e.name], e.dur_ns);
-      stats.kernel_total_ns += e.dur_ns;
-    } else if (e.ph == "X" && (e.cat == "gpu_memcpy" || e.cat == "gpu_memset")) {
-      const std::string kind = e.cat == "gpu_memset" ? "Memset" : e.name.substr(e.name.find(' ') + 1);
-      CopyStat& copy = copies[kind];
-      copy.kind = kind;
-      ++copy.count;
-      copy.bytes += std::max<std::int64_t>(0, e.bytes);
-      copy.total_ns += e.dur_ns;
-    } else if (e.ph == "B" && e.cat == "nvtx") {
-      open[{e.pid, e.tid}].push_back(&e);
-    } else if (e.ph == "E" && e.cat == "nvtx") {
-      auto& stack = open[{e.pid, e.tid}];
-      if (stack.empty()) continue;
-      add(ranges[stack.back()->name], e.ts_ns - stack.back()->ts_ns);
-      stack.pop_back();
-    } else if (e.ph == "b" && e.cat == "nvtx") {
-      open_async[e.id] = &e;
-    } else if (e.ph == "e" && e.cat == "nvtx") {
-      auto it = open_async.find(e.id);
-      if (it == open_async.end()) continue;
-      add(ranges[it->second->name], e.ts_ns - it->second->ts_ns);
-      open_async.erase(it);
-    }
-  }
-  stats.kernels = sorted(kernels);
-  stats.ranges = sorted(ranges);
-  for (auto& [kind, copy] : copies) stats.copies.push_back(copy);
-  return stats;
+struct Section {
+  const char* csv_name;
+  const char* title;
+  const char* column;
+  const std::vector<DurationStat>* rows;
+};
+
+std::vector<Section> duration_sections(const TraceStats& stats) {
+  return {{"nvtx", "NVTX ranges and user annotations", "Range", &stats.ranges},
+          {"gpu_annotation", "GPU annotations", "Annotation", &stats.gpu_annotations},
+          {"cpu_op", "CPU ops", "Op", &stats.cpu_ops},
+          {"api", "CUDA API calls", "Call", &stats.api_calls}};
 }
 
-std::string format_stats(const TraceStats& stats, bool csv) {
+std::string format_csv(const TraceStats& stats) {
   std::ostringstream out;
   const double gpu_total = static_cast<double>(std::max<std::int64_t>(1, stats.kernel_total_ns));
-  if (csv) {
-    out << "section,name,count,total_us,average_us,min_us,max_us,share_percent,bytes\n";
-    for (const DurationStat& k : stats.kernels) {
-      char share[16];
-      std::snprintf(share, sizeof share, "%.2f", 100.0 * static_cast<double>(k.total_ns) / gpu_total);
-      out << "kernel," << csv_field(k.name) << ',' << k.count << ',' << us(static_cast<double>(k.total_ns)) << ','
-          << us(k.average_ns()) << ',' << us(static_cast<double>(k.min_ns)) << ',' << us(static_cast<double>(k.max_ns)) << ','
-          << share << ",\n";
-    }
-    for (const DurationStat& r : stats.ranges) {
-      out << "nvtx," << csv_field(r.name) << ',' << r.count << ',' << us(static_cast<double>(r.total_ns)) << ','
-          << us(r.average_ns()) << ',' << us(static_cast<double>(r.min_ns)) << ',' << us(static_cast<double>(r.max_ns)) << ",,\n";
-    }
-    for (const CopyStat& c : stats.copies) {
-      out << "memcpy," << c.kind << ',' << c.count << ',' << us(static_cast<double>(c.total_ns)) << ",,,,," << c.bytes << '\n';
-    }
-    out << "dropped,buffer," << stats.dropped_buffer << ",,,,,,\n";
-    out << "dropped,cupti," << stats.dropped_cupti << ",,,,,,\n";
-    return out.str();
+  out << "section,name,count,total_us,average_us,min_us,max_us,share_percent,bytes\n";
+  for (const DurationStat& k : stats.kernels) {
+    char share[16];
+    std::snprintf(share, sizeof share, "%.2f", 100.0 * static_cast<double>(k.total_ns) / gpu_total);
+    out << "kernel," << csv_field(k.name) << ',' << k.count << ',' << us(k.total_ns) << ',' << us(k.average_ns()) << ','
+        << us(k.min_ns) << ',' << us(k.max_ns) << ',' << share << ",\n";
   }
+  for (const Section& section : duration_sections(stats)) {
+    for (const DurationStat& r : *section.rows) {
+      out << section.csv_name << ',' << csv_field(r.name) << ',' << r.count << ',' << us(r.total_ns) << ',' << us(r.average_ns())
+          << ',' << us(r.min_ns) << ',' << us(r.max_ns) << ",,\n";
+    }
+  }
+  for (const CopyStat& c : stats.copies) {
+    out << "memcpy," << csv_field(c.kind) << ',' << c.count << ',' << us(c.total_ns) << ",,,,," << c.bytes << '\n';
+  }
+  out << "dropped,buffer," << stats.dropped_buffer << ",,,,,,\n";
+  out << "dropped,cupti," << stats.dropped_cupti << ",,,,,,\n";
+  return out.str();
+}
+
+void json_durations(std::string& out, const char* key, const std::vector<DurationStat>& rows) {
+  out += ",\n\"";
+  out += key;
+  out += "\":[";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const DurationStat& r = rows[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += "{\"name\":";
+    util::append_json_string(out, r.name);
+    out += ",\"count\":" + std::to_string(r.count) + ",\"total_ns\":" + std::to_string(r.total_ns) +
+           ",\"min_ns\":" + std::to_string(r.min_ns) + ",\"max_ns\":" + std::to_string(r.max_ns) + "}";
+  }
+  out += "]";
+}
+
+std::string format_json(const TraceStats& stats) {
+  std::string out = "{\"format\":";
+  util::append_json_string(out, stats.format);
+  out += ",\"events\":" + std::to_string(stats.events) + ",\"complete\":" + (stats.complete ? "true" : "false") +
+         ",\"cut_short\":" + (stats.cut_short ? "true" : "false") + ",\"kernel_total_ns\":" + std::to_string(stats.kernel_total_ns) +
+         ",\"dropped\":{\"buffer\":" + std::to_string(stats.dropped_buffer) + ",\"cupti\":" + std::to_string(stats.dropped_cupti) +
+         "},\"notes\":[";
+  for (std::size_t i = 0; i < stats.notes.size(); ++i) {
+    if (i > 0) out += ',';
+    util::append_json_string(out, stats.notes[i]);
+  }
+  out += "]";
+  json_durations(out, "kernels", stats.kernels);
+  json_durations(out, "ranges", stats.ranges);
+  json_durations(out, "gpu_annotations", stats.gpu_annotations);
+  json_durations(out, "cpu_ops", stats.cpu_ops);
+  json_durations(out, "api_calls", stats.api_calls);
+  out += ",\n\"memory_operations\":[";
+  for (std::size_t i = 0; i < stats.copies.size(); ++i) {
+    const CopyStat& c = stats.copies[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += "{\"kind\":";
+    util::append_json_string(out, c.kind);
+    out += ",\"count\":" + std::to_string(c.count) + ",\"bytes\":" + std::to_string(c.bytes) +
+           ",\"total_ns\":" + std::to_string(c.total_ns) + "}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+void table(std::ostringstream& out, const Section& section) {
+  if (section.rows->empty()) return;
   char line[512];
-  out << "Kernels (" << stats.kernels.size() << " names, " << us(static_cast<double>(stats.kernel_total_ns)) << " us on the GPU)\n";
+  out << '\n' << section.title << " (" << section.rows->size() << " names)\n";
+  std::snprintf(line, sizeof line, "%10s %14s %12s %12s %12s  %s\n", "Count", "Total(us)", "Avg(us)", "Min(us)", "Max(us)",
+                section.column);
+  out << line;
+  for (const DurationStat& r : *section.rows) {
+    std::snprintf(line, sizeof line, "%10lld %14s %12s %12s %12s  ", static_cast<long long>(r.count), us(r.total_ns).c_str(),
+                  us(r.average_ns()).c_str(), us(r.min_ns).c_str(), us(r.max_ns).c_str());
+    out << line << r.name << '\n';
+  }
+}
+
+std::string format_table(const TraceStats& stats) {
+  std::ostringstream out;
+  const double gpu_total = static_cast<double>(std::max<std::int64_t>(1, stats.kernel_total_ns));
+  char line[512];
+  out << "Kernels (" << stats.kernels.size() << " names, " << us(stats.kernel_total_ns) << " us on the GPU)\n";
   std::snprintf(line, sizeof line, "%8s %10s %14s %12s %12s %12s  %s\n", "Time(%)", "Count", "Total(us)", "Avg(us)", "Min(us)",
                 "Max(us)", "Name");
   out << line;
   for (const DurationStat& k : stats.kernels) {
     std::snprintf(line, sizeof line, "%8.2f %10lld %14s %12s %12s %12s  ", 100.0 * static_cast<double>(k.total_ns) / gpu_total,
-                  static_cast<long long>(k.count), us(static_cast<double>(k.total_ns)).c_str(), us(k.average_ns()).c_str(),
-                  us(static_cast<double>(k.min_ns)).c_str(), us(static_cast<double>(k.max_ns)).c_str());
+                  static_cast<long long>(k.count), us(k.total_ns).c_str(), us(k.average_ns()).c_str(), us(k.min_ns).c_str(),
+                  us(k.max_ns).c_str());
     out << line << k.name << '\n';
   }
-  out << "\nNVTX ranges (" << stats.ranges.size() << " names)\n";
+  const std::vector<Section> sections = duration_sections(stats);
+  // The NVTX table is always shown (an empty one says there were none); the others when present.
+  out << "\nNVTX ranges and user annotations (" << stats.ranges.size() << " names)\n";
   std::snprintf(line, sizeof line, "%10s %14s %12s %12s %12s  %s\n", "Count", "Total(us)", "Avg(us)", "Min(us)", "Max(us)", "Range");
   out << line;
   for (const DurationStat& r : stats.ranges) {
-    std::snprintf(line, sizeof line, "%10lld %14s %12s %12s %12s  ", static_cast<long long>(r.count),
-                  us(static_cast<double>(r.total_ns)).c_str(), us(r.average_ns()).c_str(), us(static_cast<double>(r.min_ns)).c_str(),
-                  us(static_cast<double>(r.max_ns)).c_str());
+    std::snprintf(line, sizeof line, "%10lld %14s %12s %12s %12s  ", static_cast<long long>(r.count), us(r.total_ns).c_str(),
+                  us(r.average_ns()).c_str(), us(r.min_ns).c_str(), us(r.max_ns).c_str());
     out << line << r.name << '\n';
   }
   out << "\nMemory operations\n";
@@ -136,50 +183,141 @@ std::string format_stats(const TraceStats& stats, bool csv) {
   out << line;
   for (const CopyStat& c : stats.copies) {
     std::snprintf(line, sizeof line, "%10lld %16lld %14s  %s\n", static_cast<long long>(c.count), static_cast<long long>(c.bytes),
-                  us(static_cast<double>(c.total_ns)).c_str(), c.kind.c_str());
+                  us(c.total_ns).c_str(), c.kind.c_str());
     out << line;
   }
+  for (std::size_t i = 1; i < sections.size(); ++i) table(out, sections[i]);
   out << "\nDropped records: " << stats.dropped_buffer << " (record buffers), " << stats.dropped_cupti << " (CUPTI)\n";
-  out << "Trace: " << stats.events << " events, " << (stats.complete ? "complete" : "cut short (the process did not finish recording)")
-      << '\n';
+  out << "Trace (" << stats.format << "): " << stats.events << " events, ";
+  if (stats.cut_short) out << "cut short (read up to its last complete event)";
+  else if (stats.complete) out << "complete";
+  else out << "not finished (the recording process did not close it)";
+  out << '\n';
+  for (const std::string& note : stats.notes) out << "Note: " << note << '\n';
   return out.str();
 }
 
-std::vector<std::string> validate_trace(const Trace& trace) {
-  std::vector<std::string> problems = trace.format_problems;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::string>> open;
-  std::map<std::string, int> async_open;
+}  // namespace
+
+TraceStats compute_stats(const TraceModel& model) {
+  TraceStats stats;
+  stats.events = static_cast<std::int64_t>(model.event_count());
+  stats.dropped_buffer = model.dropped_buffer;
+  stats.dropped_cupti = model.dropped_cupti;
+  stats.complete = model.complete;
+  stats.cut_short = model.cut_short;
+  stats.format = to_string(model.format);
+  stats.notes = model.notes;
+  const StringTable& strings = model.strings();
+  const std::uint32_t kernel = strings.find("kernel");
+  const std::uint32_t memcpy = strings.find("gpu_memcpy");
+  const std::uint32_t memset = strings.find("gpu_memset");
+  const std::uint32_t nvtx = strings.find("nvtx");
+  const std::uint32_t user_annotation = strings.find("user_annotation");
+  const std::uint32_t gpu_annotation = strings.find("gpu_user_annotation");
+  const std::uint32_t cpu_op = strings.find("cpu_op");
+  const std::uint32_t runtime = strings.find("cuda_runtime");
+  const std::uint32_t driver = strings.find("cuda_driver");
+  ByName kernels, ranges, gpu_annotations, cpu_ops, api_calls;
+  std::map<std::string, CopyStat> copies;
+  for (std::size_t i = 0; i < model.event_count(); ++i) {
+    const TraceModel::Event& e = model.event(i);
+    if (e.cat == kNoString) continue;
+    if (e.ph == 'X') {
+      if (e.cat == kernel) {
+        add(kernels[e.name], e.dur_ns);
+        stats.kernel_total_ns += e.dur_ns;
+      } else if (e.cat == memcpy || e.cat == memset) {
+        const std::string kind = e.cat == memset ? "Memset" : copy_kind(model.name(e));
+        CopyStat& copy = copies[kind];
+        copy.kind = kind;
+        ++copy.count;
+        copy.bytes += std::max<std::int64_t>(0, model.arg_int(e, "bytes").value_or(0));
+        copy.total_ns += e.dur_ns;
+      } else if (e.cat == nvtx || e.cat == user_annotation) {
+        add(ranges[e.name], e.dur_ns);
+      } else if (e.cat == gpu_annotation) {
+        add(gpu_annotations[e.name], e.dur_ns);
+      } else if (e.cat == cpu_op) {
+        add(cpu_ops[e.name], e.dur_ns);
+      } else if (e.cat == runtime || e.cat == driver) {
+        add(api_calls[e.name], e.dur_ns);
+      }
+    } else if ((e.ph == 'B' || e.ph == 'b') && e.cat == nvtx && e.dur_ns >= 0) {
+      add(ranges[e.name], e.dur_ns);  // closed ranges only: an open one has no duration
+    }
+  }
+  stats.kernels = sorted(model, kernels);
+  stats.ranges = sorted(model, ranges);
+  stats.gpu_annotations = sorted(model, gpu_annotations);
+  stats.cpu_ops = sorted(model, cpu_ops);
+  stats.api_calls = sorted(model, api_calls);
+  for (auto& [kind, copy] : copies) stats.copies.push_back(copy);
+  return stats;
+}
+
+TraceStats compute_stats(const Trace& trace) {
+  if (trace.model) return compute_stats(*trace.model);
+  return TraceStats{};
+}
+
+std::string format_stats(const TraceStats& stats, StatsFormat format) {
+  switch (format) {
+    case StatsFormat::csv: return format_csv(stats);
+    case StatsFormat::json: return format_json(stats);
+    case StatsFormat::table: break;
+  }
+  return format_table(stats);
+}
+
+std::string format_stats(const TraceStats& stats, bool csv) { return format_stats(stats, csv ? StatsFormat::csv : StatsFormat::table); }
+
+std::vector<std::string> validate_trace(const TraceModel& model) {
+  std::vector<std::string> problems = model.format_problems;
+  std::size_t timed = 0;
+  std::vector<std::vector<std::uint32_t>> open(model.tracks().size());
+  std::map<std::pair<std::uint32_t, std::uint64_t>, int> async_open;
   struct Flow {
     int starts = 0;
     int finishes = 0;
     std::int64_t start_ts = 0;
     std::int64_t finish_ts = 0;
   };
-  std::map<std::string, Flow> flows;
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
-    const std::string where = "event " + std::to_string(i) + " (" + e.ph + " '" + e.name + "')";
-    if (e.ph == "B") {
-      open[{e.pid, e.tid}].push_back(e.name);
-    } else if (e.ph == "E") {
-      auto& stack = open[{e.pid, e.tid}];
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Flow> flows;
+  const auto track_text = [&](std::uint32_t track) {
+    const TraceModel::Track& t = model.tracks()[track];
+    const TraceModel::Process& p = model.processes()[t.process];
+    const std::string pid = p.pid_text != kNoString ? std::string(model.string(p.pid_text)) : std::to_string(p.pid);
+    const std::string tid = t.tid_text != kNoString ? std::string(model.string(t.tid_text)) : std::to_string(t.tid);
+    return "pid " + pid + " tid " + tid;
+  };
+  for (std::size_t i = 0; i < model.event_count(); ++i) {
+    const TraceModel::Event& e = model.event(i);
+    if (e.ph != 'M') ++timed;
+    const auto where = [&] { return "event " + std::to_string(i) + " (" + std::string(1, e.ph) + " '" + std::string(model.name(e)) + "')"; };
+    if (e.ph == 'B') {
+      open[e.track].push_back(static_cast<std::uint32_t>(i));
+    } else if (e.ph == 'E') {
+      auto& stack = open[e.track];
       if (stack.empty()) {
-        problems.push_back(where + ": \"E\" with no open \"B\" on pid " + std::to_string(e.pid) + " tid " + std::to_string(e.tid));
+        problems.push_back(where() + ": \"E\" with no open \"B\" on " + track_text(e.track));
       } else {
-        if (!e.name.empty() && e.name != stack.back()) problems.push_back(where + ": closes '" + stack.back() + "'");
+        const TraceModel::Event& begin = model.event(stack.back());
+        if (e.name != kNoString && e.name != begin.name)
+          problems.push_back(where() + ": closes '" + std::string(model.name(begin)) + "'");
         stack.pop_back();
       }
-    } else if (e.ph == "b") {
-      ++async_open[e.cat + "/" + e.id];
-    } else if (e.ph == "e") {
-      if (--async_open[e.cat + "/" + e.id] < 0) problems.push_back(where + ": \"e\" with no open \"b\" of id " + e.id);
-    } else if (e.ph == "s" || e.ph == "f") {
-      if (e.id.empty()) {
-        problems.push_back(where + ": flow event without \"id\"");
+    } else if (e.ph == 'b') {
+      ++async_open[{e.cat, e.id}];
+    } else if (e.ph == 'e') {
+      if (--async_open[{e.cat, e.id}] < 0) problems.push_back(where() + ": \"e\" with no open \"b\" of id " + model.id_text(e));
+    } else if (e.ph == 's' || e.ph == 'f') {
+      if (e.id == kNoId) {
+        problems.push_back(where() + ": flow event without \"id\"");
         continue;
       }
-      Flow& flow = flows[e.cat + "/" + e.id];
-      if (e.ph == "s") {
+      Flow& flow = flows[{e.cat, e.id}];
+      if (e.ph == 's') {
         ++flow.starts;
         flow.start_ts = e.ts_ns;
       } else {
@@ -188,7 +326,11 @@ std::vector<std::string> validate_trace(const Trace& trace) {
       }
     }
   }
-  for (const auto& [id, flow] : flows) {
+  if (timed == 0) problems.push_back("the trace holds no events (besides metadata): nothing to check");
+  const bool own = model.format == TraceFormat::cudascope;
+  for (const auto& [key, flow] : flows) {
+    const std::string id = std::string(model.string(key.first)) + "/" + std::to_string(key.second);
+    if (flow.starts == 0 && !own) continue;  // Kineto's lone "f" per runtime call
     if (flow.starts != 1 || flow.finishes != 1) {
       problems.push_back("flow " + id + ": " + std::to_string(flow.starts) + " \"s\" and " + std::to_string(flow.finishes) +
                          " \"f\" (want one each)");
@@ -196,18 +338,23 @@ std::vector<std::string> validate_trace(const Trace& trace) {
       problems.push_back("flow " + id + ": \"s\" is after its \"f\"");
     }
   }
-  if (trace.complete) {
-    for (const auto& [track, stack] : open) {
-      if (!stack.empty()) {
-        problems.push_back("pid " + std::to_string(track.first) + " tid " + std::to_string(track.second) + ": " +
-                           std::to_string(stack.size()) + " \"B\" never closed ('" + stack.back() + "')");
+  if (!model.cut_short && (model.complete || model.format != TraceFormat::cudascope)) {
+    for (std::size_t t = 0; t < open.size(); ++t) {
+      if (!open[t].empty()) {
+        problems.push_back(track_text(static_cast<std::uint32_t>(t)) + ": " + std::to_string(open[t].size()) +
+                           " \"B\" never closed ('" + std::string(model.name(model.event(open[t].back()))) + "')");
       }
     }
-    for (const auto& [id, count] : async_open) {
-      if (count > 0) problems.push_back("async range " + id + " never closed");
+    for (const auto& [key, count] : async_open) {
+      if (count > 0) problems.push_back("async range " + std::string(model.string(key.first)) + "/" + std::to_string(key.second) + " never closed");
     }
   }
   return problems;
+}
+
+std::vector<std::string> validate_trace(const Trace& trace) {
+  if (trace.model) return validate_trace(*trace.model);
+  return {"no trace was read"};
 }
 
 }  // namespace cudascope::analysis

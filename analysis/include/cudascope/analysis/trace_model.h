@@ -13,18 +13,19 @@
 // through TraceFollower (trace_loader.h), which appends what a growing file gained;
 // reading from several threads is safe while nothing appends.
 
+#include <cudascope/analysis/intern_tables.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace cudascope::analysis {
 
-inline constexpr std::uint32_t kNoString = UINT32_MAX;  // a missing name, category or label
+inline constexpr std::uint32_t kNoString = StringTable::kNone;  // a missing name, category or label
 inline constexpr std::uint32_t kNoEvent = UINT32_MAX;   // an unresolved event reference
 inline constexpr std::uint64_t kNoId = UINT64_MAX;      // an event without "id"
 inline constexpr std::uint64_t kNoArgs = UINT64_MAX;    // an event without "args"
@@ -33,34 +34,6 @@ inline constexpr std::uint64_t kNoArgs = UINT64_MAX;    // an event without "arg
 // "deviceProperties"/"schemaVersion"/"baseTimeNanoseconds" or its categories, else Chrome.
 enum class TraceFormat : std::uint8_t { cudascope, kineto, chrome };
 const char* to_string(TraceFormat format) noexcept;
-
-// Interned strings: each distinct text stored once, addressed by a dense id. Ids stay valid
-// and the views they return stay put for the table's life (storage never moves).
-class StringTable {
- public:
-  StringTable();
-  ~StringTable();
-  StringTable(StringTable&&) noexcept;
-  StringTable& operator=(StringTable&&) noexcept;
-
-  // The id of `text`, adding it when new.
-  std::uint32_t intern(std::string_view text);
-  // The id of `text`, or kNoString when the table does not hold it.
-  std::uint32_t find(std::string_view text) const;
-  // The text of an id; "" for kNoString.
-  std::string_view view(std::uint32_t id) const;
-  std::size_t size() const noexcept { return views_.size(); }
-  std::size_t memory_bytes() const noexcept;
-
- private:
-  struct Block;
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  std::size_t block_used_ = 0;
-  std::size_t block_size_ = 0;
-  std::size_t bytes_ = 0;
-  std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, std::uint32_t> ids_;
-};
 
 // A GPU of the trace ("deviceProperties").
 struct TraceDevice {
@@ -150,8 +123,8 @@ class TraceModel {
   // --- Events, in file order ---
   std::size_t event_count() const noexcept { return count_; }
   const Event& event(std::size_t index) const noexcept { return chunks_[index >> kChunkBits][index & kChunkMask]; }
-  std::string_view name(const Event& e) const { return strings_.view(e.name); }
-  std::string_view cat(const Event& e) const { return strings_.view(e.cat); }
+  std::string_view name(const Event& e) const { return string(e.name); }
+  std::string_view cat(const Event& e) const { return string(e.cat); }
   // The event's "args" object as minified JSON ("" when it has none).
   std::string_view args_json(const Event& e) const;
   // One member of "args", parsed on demand: an integer (also a whole-number double), any
@@ -163,9 +136,10 @@ class TraceModel {
   // The id as text ("" when none): the number, or the string the file used.
   std::string id_text(const Event& e) const;
 
-  // --- Strings ---
+  // --- Strings (the analysis library's interning table, intern_tables.h) ---
   const StringTable& strings() const noexcept { return strings_; }
-  std::string_view string(std::uint32_t id) const { return strings_.view(id); }
+  // The text of a string id; "" for kNoString.
+  std::string_view string(std::uint32_t id) const { return id == kNoString ? std::string_view() : strings_.get(id); }
 
   // --- Rows ---
   const std::vector<Process>& processes() const noexcept { return processes_; }
@@ -212,8 +186,11 @@ class TraceModel {
 
   std::vector<std::unique_ptr<Event[]>> chunks_;  // fixed-size chunks: growth never copies
   std::size_t count_ = 0;
-  std::vector<std::unique_ptr<char[]>> args_chunks_;  // args text, length-prefixed
-  std::uint64_t args_used_ = 0;
+  // Args text, each a 4-byte length then the bytes; a handle is (chunk << 32 | offset).
+  std::vector<std::unique_ptr<char[]>> args_chunks_;
+  std::uint64_t args_used_ = 0;   // bytes used in the last chunk
+  std::uint64_t args_chunk_size_ = 0;
+  std::size_t args_bytes_ = 0;    // all chunks' sizes
   StringTable strings_;
   std::vector<Process> processes_;
   std::vector<Track> tracks_;

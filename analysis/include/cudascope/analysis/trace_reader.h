@@ -1,11 +1,16 @@
 #pragma once
-// Reads a Chrome trace written by ChromeTraceWriter (plain or gzip) back into events, for
-// `cudascope stats` and the tests. A trace cut short by a killed process is closed after
-// its last complete event line and read as far as it goes (Trace::complete is then false).
+// A trace read back as a list of plain events with their fields as strings: the simple form
+// for tests and small tools. Built from the compact TraceModel (trace_model.h), which is
+// what large traces, `cudascope stats` and the viewer use; the model is kept alongside.
+// A trace cut short (a killed process) is read up to its last complete event
+// (Trace::repaired, Trace::complete false).
 //
 // Thread-safety: free functions, no shared state.
 
+#include <cudascope/analysis/trace_model.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,26 +20,20 @@ struct TraceEvent {
   std::string ph;
   std::string name;
   std::string cat;
-  std::int64_t pid = 0;
+  std::int64_t pid = 0;     // a string "pid" or "tid" reads as 0 here (see the model's tracks)
   std::int64_t tid = 0;
   std::int64_t ts_ns = 0;   // "ts" (microseconds in the file) in nanoseconds
-  std::int64_t dur_ns = -1; // -1: no "dur"
+  std::int64_t dur_ns = -1; // -1: no "dur" (a B's duration is in the model, not here)
   std::string id;           // flow / async id, as text
   std::int64_t bytes = -1;  // args.bytes of copies and fills
-  std::string args_json;    // the whole "args" object, as written
-};
-
-struct TraceDevice {
-  int id = 0;
-  std::string name;
-  std::int64_t total_memory = 0;
+  std::string args_json;    // the whole "args" object, minified
 };
 
 struct Trace {
   std::vector<TraceEvent> events;
   std::vector<TraceDevice> devices;
-  bool complete = false;  // the writer's summary was found: the recording ended normally
-  bool repaired = false;  // the file was cut short and closed by the reader
+  bool complete = false;  // cudascope: the writer's summary was found; others: read to the end
+  bool repaired = false;  // the file was cut short and read up to its last complete event
   std::int64_t dropped_buffer = 0;
   std::int64_t dropped_cupti = 0;
   int rank = -1;
@@ -42,6 +41,8 @@ struct Trace {
   std::string source;
   // Violations of the Chrome trace format's rules met while reading (wrong field types).
   std::vector<std::string> format_problems;
+  // The compact model the events above were expanded from.
+  std::shared_ptr<const TraceModel> model;
 };
 
 struct TraceReadResult {
@@ -50,20 +51,16 @@ struct TraceReadResult {
   bool ok() const noexcept { return error.empty(); }
 };
 
+// Reads any trace load_trace() reads (ours, Kineto, Chrome; plain or gzip).
 TraceReadResult read_trace(const std::string& path);
 // From text already in memory (`origin` names it in errors).
-TraceReadResult parse_trace(std::string text, const std::string& origin);
+TraceReadResult parse_trace(const std::string& text, const std::string& origin);
+// The plain-event form of a loaded model.
+Trace expand_trace(std::shared_ptr<const TraceModel> model);
 
-// The text of a trace cut short, closed after its last complete event ("" when `text` is
-// not a cudascope trace). Complete traces come back unchanged.
-std::string close_truncated_trace(const std::string& text);
-
-// Reads a file, gunzipping when it starts with the gzip magic; a truncated gzip stream
-// yields what it holds. Empty `error` on success.
-std::string read_maybe_gzip(const std::string& path, std::string& error);
-
-// Rewrites a trace file cut short (the process was killed) as a closed, loadable trace.
-// Returns an empty string on success or when nothing needed doing, else the problem.
+// Rewrites a trace file cut short (the process was killed) as a closed trace, keeping every
+// complete event (gzip stays gzip). Returns an empty string on success or when nothing
+// needed doing, else the problem.
 std::string repair_trace_file(const std::string& path);
 
 }  // namespace cudascope::analysis

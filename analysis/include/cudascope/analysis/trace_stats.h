@@ -1,10 +1,14 @@
 #pragma once
-// `cudascope stats`: the figures nsys stats gives, from a trace read back.
+// `cudascope stats`: the figures nsys stats gives, from any trace the loader reads (ours,
+// torch.profiler/Kineto, Chrome), the same tables for each:
 //   - per kernel name: count, total, average, min, max, share of all kernel time;
-//   - per NVTX range name: count, total, average, min, max;
-//   - copies by kind: count, bytes, time; fills likewise;
+//   - memory operations by kind (HtoD, DtoH, DtoD, ..., Memset): count, bytes, time;
+//   - NVTX ranges and user annotations (Kineto's user_annotation) by name;
+//   - GPU-side annotations (Kineto's gpu_user_annotation), CPU ops (cpu_op) and CUDA API
+//     calls (cuda_runtime, cuda_driver) by name;
 //   - records dropped while recording (buffer, CUPTI), and whether the trace is complete.
 
+#include <cudascope/analysis/trace_model.h>
 #include <cudascope/analysis/trace_reader.h>
 
 #include <cstdint>
@@ -30,24 +34,38 @@ struct CopyStat {
 };
 
 struct TraceStats {
-  std::vector<DurationStat> kernels;  // by total time, largest first
+  std::vector<DurationStat> kernels;  // by total time, largest first (then by name)
   std::int64_t kernel_total_ns = 0;
-  std::vector<DurationStat> ranges;   // NVTX, by total time
+  std::vector<DurationStat> ranges;   // NVTX ranges and user annotations, by total time
   std::vector<CopyStat> copies;       // by kind name
+  std::vector<DurationStat> gpu_annotations;  // by total time
+  std::vector<DurationStat> cpu_ops;          // by total time
+  std::vector<DurationStat> api_calls;        // CUDA runtime and driver calls, by total time
   std::int64_t events = 0;
   std::int64_t dropped_buffer = 0;
   std::int64_t dropped_cupti = 0;
   bool complete = false;
+  bool cut_short = false;
+  std::string format;               // "cudascope", "kineto" or "chrome"
+  std::vector<std::string> notes;   // the loader's notes (cut short, ...)
 };
 
-TraceStats compute_stats(const Trace& trace);
-// Tables as text (aligned columns), or CSV: one header line then rows, a "section" column first.
+TraceStats compute_stats(const TraceModel& model);
+TraceStats compute_stats(const Trace& trace);  // of trace.model
+
+enum class StatsFormat { table, csv, json };
+// Tables as text (aligned columns); CSV: one header line then rows, a "section" column
+// first; JSON: one object with an array per table.
+std::string format_stats(const TraceStats& stats, StatsFormat format);
 std::string format_stats(const TraceStats& stats, bool csv);
 
 // The Chrome trace format's structural rules Perfetto relies on, checked on a trace read
-// back: field types (from reading), "B"/"E" balanced per (pid, tid) with matching names,
-// "b"/"e" paired by id, each flow id with exactly one "s" and one "f", the "s" not after the
-// "f". A trace cut short may leave ranges open. Returns the violations, empty when none.
-std::vector<std::string> validate_trace(const Trace& trace);
+// back: field types (from reading), at least one event besides metadata, "B"/"E" balanced
+// per (pid, tid) with matching names, "b"/"e" paired by id, each flow's "s" with exactly one
+// "f" and not after it (an "f" without "s" counts only in our own traces: Kineto writes one
+// for every runtime call). A trace cut short may leave ranges open. Returns the
+// violations, empty when none.
+std::vector<std::string> validate_trace(const TraceModel& model);
+std::vector<std::string> validate_trace(const Trace& trace);  // of trace.model
 
 }  // namespace cudascope::analysis

@@ -1,0 +1,227 @@
+#include <cudascope/analysis/trace_loader.h>
+#include <cudascope/util/byte_source.h>
+#include <cudascope/util/input_budget.h>
+
+#include "trace_parser.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <sys/stat.h>
+
+namespace cudascope::analysis {
+namespace {
+
+using detail::JsonStatus;
+using detail::TraceHeader;
+using detail::TraceParser;
+using detail::TracePhase;
+
+std::uint64_t budget_of(const TraceLoadOptions& options) { return options.budget_bytes != 0 ? options.budget_bytes : util::input_budget(); }
+
+bool is_budget_error(const std::string& error, std::uint64_t budget) {
+  return error.rfind(util::budget_exceeded_message(budget), 0) == 0;
+}
+
+// What the model says of itself once the parse stopped (at the end, or cut short).
+void finish_model(TraceModel& model, const TraceHeader& header, bool cut_short, std::uint64_t cut_at, const std::string& why,
+                  std::uint64_t input_bytes) {
+  model.format = header.cudascope ? TraceFormat::cudascope : header.kineto ? TraceFormat::kineto : TraceFormat::chrome;
+  model.cut_short = cut_short;
+  model.input_bytes = input_bytes;
+  model.complete = header.cudascope ? header.has_summary && header.summary_complete : !cut_short;
+  if (header.has_summary) {
+    model.dropped_buffer = header.summary_dropped_buffer;
+    model.dropped_cupti = header.summary_dropped_cupti;
+  } else {
+    // A trace cut short has no summary: the dropped-records counter says what it lost so far.
+    for (const TraceModel::Counter& counter : model.counters()) {
+      if (model.string(counter.name) != "cudascope dropped records") continue;
+      for (const TraceModel::CounterSeries& series : counter.series) {
+        const std::string_view key = model.string(series.key);
+        for (const double v : series.values) {
+          if (key == "buffer") model.dropped_buffer = std::max(model.dropped_buffer, static_cast<std::int64_t>(v));
+          if (key == "cupti") model.dropped_cupti = std::max(model.dropped_cupti, static_cast<std::int64_t>(v));
+        }
+      }
+    }
+  }
+  if (cut_short) {
+    model.notes.push_back("the file ends at byte " + std::to_string(cut_at) + " before the trace does" +
+                          (why.empty() ? "" : " (" + why + ")") + ": read up to its last complete event (" +
+                          std::to_string(model.event_count()) + " events)");
+  }
+  if (!model.format_problems.empty()) {
+    model.notes.push_back(std::to_string(model.format_problems.size()) + " events break the format's rules (see --check)");
+  }
+}
+
+TraceLoadResult load_from(util::ByteSource& source, const std::string& origin, const TraceLoadOptions& options, std::uint64_t budget) {
+  util::ByteReader reader(source, budget);
+  auto model = std::make_unique<TraceModel>();
+  TraceModelBuilder builder(*model);
+  TraceHeader header;
+  TraceParser parser(reader, builder, header, 0, options.progress);
+  const JsonStatus status = parser.run(TracePhase::start);
+  TraceLoadResult result;
+  const std::string input_error = parser.cursor().input_error();
+  if (is_budget_error(input_error, budget)) {
+    result.error = origin + ": " + input_error;
+    return result;
+  }
+  if (status == JsonStatus::syntax) {
+    result.error = origin + ": " + parser.error();
+    return result;
+  }
+  if (status == JsonStatus::end && !header.saw_events) {
+    const std::uint64_t at = parser.cursor().offset();
+    result.error = origin + ": byte " + std::to_string(at) + ": " +
+                   (at == 0 && input_error.empty() ? std::string("the file is empty (not a trace)")
+                                                   : "the input ends before any \"traceEvents\" array (not a trace)") +
+                   (input_error.empty() ? "" : " (" + input_error + ")");
+    return result;
+  }
+  builder.index();
+  const bool cut = status == JsonStatus::end;
+  finish_model(*model, header, cut, parser.resume_offset(), cut ? input_error : std::string(), parser.cursor().offset());
+  result.model = std::move(model);
+  return result;
+}
+
+// A plain file read from a given offset (the follower's resume point).
+class OffsetFileSource : public util::ByteSource {
+ public:
+  OffsetFileSource(std::FILE* file, std::uint64_t size) : file_(file), size_(size) {}
+  ~OffsetFileSource() override { std::fclose(file_); }
+  size_t read(char* out, size_t n) override {
+    const size_t got = std::fread(out, 1, n, file_);
+    if (got < n && std::ferror(file_)) error_ = std::string("read error: ") + std::strerror(errno);
+    read_ += got;
+    return got;
+  }
+  double progress() const override { return size_ == 0 ? 1.0 : std::min(1.0, static_cast<double>(read_) / static_cast<double>(size_)); }
+
+ private:
+  std::FILE* file_;
+  std::uint64_t size_;
+  std::uint64_t read_ = 0;
+};
+
+}  // namespace
+
+TraceLoadResult load_trace(const std::string& path, const TraceLoadOptions& options) {
+  TraceLoadResult result;
+  std::uint64_t budget = 0;
+  try {
+    budget = budget_of(options);
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    return result;
+  }
+  std::string error;
+  auto source = util::open_input(path, budget, error);
+  if (!source) {
+    result.error = "cannot open trace '" + path + "': " + error;
+    return result;
+  }
+  return load_from(*source, path, options, budget);
+}
+
+TraceLoadResult load_trace_text(std::string_view text, const std::string& origin, const TraceLoadOptions& options) {
+  TraceLoadResult result;
+  std::uint64_t budget = 0;
+  try {
+    budget = budget_of(options);
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    return result;
+  }
+  auto source = util::memory_source(text);
+  if (util::is_gzip(text.substr(0, 2))) source = util::inflate_source(std::move(source), budget);
+  return load_from(*source, origin, options, budget);
+}
+
+// --- TraceFollower ---
+
+struct TraceFollower::State {
+  std::string path;
+  TraceLoadOptions options;
+  TraceModel model;
+  TraceModelBuilder builder{model};
+  TraceHeader header;
+  TracePhase phase = TracePhase::start;
+  std::uint64_t offset = 0;  // where the next poll starts reading
+};
+
+TraceFollower::TraceFollower(std::string path, TraceLoadOptions options) : state_(std::make_unique<State>()) {
+  state_->path = std::move(path);
+  state_->options = std::move(options);
+}
+
+TraceFollower::~TraceFollower() = default;
+
+const TraceModel& TraceFollower::model() const { return state_->model; }
+
+bool TraceFollower::finished() const noexcept { return state_->phase == TracePhase::done; }
+
+long long TraceFollower::poll() {
+  State& s = *state_;
+  if (s.phase == TracePhase::done) return 0;
+  std::FILE* file = std::fopen(s.path.c_str(), "rb");
+  if (file == nullptr) {
+    if (errno == ENOENT) return 0;  // not written yet
+    error_ = "cannot open trace '" + s.path + "': " + std::strerror(errno);
+    return -1;
+  }
+  unsigned char magic[2] = {};
+  if (std::fread(magic, 1, 2, file) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    std::fclose(file);
+    error_ = "'" + s.path + "': following a gzip trace is not supported (record to a .json file to follow it)";
+    return -1;
+  }
+  struct stat st {};
+  fstat(fileno(file), &st);
+  if (static_cast<std::uint64_t>(st.st_size) <= s.offset || std::fseek(file, static_cast<long>(s.offset), SEEK_SET) != 0) {
+    std::fclose(file);
+    return 0;
+  }
+  std::uint64_t budget = 0;
+  try {
+    budget = budget_of(s.options);
+  } catch (const std::exception& e) {
+    std::fclose(file);
+    error_ = e.what();
+    return -1;
+  }
+  if (s.phase == TracePhase::start) {  // the header is read again from byte 0
+    s.header = TraceHeader{};
+    s.model.devices.clear();
+  }
+  OffsetFileSource source(file, static_cast<std::uint64_t>(st.st_size) - s.offset);
+  util::ByteReader reader(source, budget > s.offset ? budget - s.offset : 1);
+  const std::size_t before = s.model.event_count();
+  TraceParser parser(reader, s.builder, s.header, s.offset, s.options.progress);
+  const JsonStatus status = parser.run(s.phase);
+  if (status == JsonStatus::syntax) {
+    error_ = s.path + ": " + parser.error();
+    return -1;
+  }
+  if (is_budget_error(parser.cursor().input_error(), budget > s.offset ? budget - s.offset : 1)) {
+    error_ = s.path + ": " + parser.cursor().input_error();
+    return -1;
+  }
+  // Resume after the last complete piece; a header still being written is read again from 0.
+  s.phase = parser.phase();
+  s.offset = s.phase == TracePhase::start ? 0 : parser.resume_offset();
+  s.builder.index();
+  const bool done = s.phase == TracePhase::done;
+  s.model.notes.clear();
+  finish_model(s.model, s.header, !done, s.offset, {}, s.offset);
+  if (!done) s.model.notes.clear();  // still being written: not "cut short" yet
+  s.model.cut_short = false;
+  return static_cast<long long>(s.model.event_count() - before);
+}
+
+}  // namespace cudascope::analysis

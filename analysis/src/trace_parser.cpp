@@ -1,0 +1,363 @@
+#include "trace_parser.h"
+
+#include <simdjson.h>
+
+namespace cudascope::analysis::detail {
+namespace {
+
+constexpr std::size_t kMaxProblems = 200;
+constexpr std::uint64_t kProgressEvery = 1 << 16;
+
+bool is_number_start(int c) { return c == '-' || (c >= '0' && c <= '9'); }
+
+}  // namespace
+
+TraceParser::TraceParser(util::ByteReader& reader, TraceModelBuilder& builder, TraceHeader& header, std::uint64_t base_offset,
+                         std::function<bool(double)> progress)
+    : reader_(reader), cursor_(reader), builder_(builder), header_(header), base_(base_offset), progress_(std::move(progress)) {
+  resume_offset_ = base_offset;
+}
+
+JsonStatus TraceParser::syntax() {
+  error_ = "byte " + std::to_string(base_ + cursor_.error_offset()) + ": " + cursor_.message();
+  return JsonStatus::syntax;
+}
+
+void TraceParser::problem(const std::string& what) {
+  auto& problems = builder_.model().format_problems;
+  if (problems.size() < kMaxProblems) problems.push_back("event " + std::to_string(header_.events_seen) + ": " + what);
+  else if (problems.size() == kMaxProblems) problems.push_back("(more problems not listed)");
+}
+
+JsonStatus TraceParser::run(TracePhase phase) {
+  phase_ = phase;
+  JsonStatus s = JsonStatus::ok;
+  switch (phase) {
+    case TracePhase::start: s = root(); break;
+    case TracePhase::first_event:
+    case TracePhase::next_event:
+      s = events_array(phase);
+      if (s == JsonStatus::ok && !header_.array_form) s = root_members(false);
+      break;
+    case TracePhase::after_events: s = root_members(false); break;
+    case TracePhase::done: return JsonStatus::ok;
+  }
+  if (s == JsonStatus::ok) {
+    phase_ = TracePhase::done;
+    resume_offset_ = base_ + cursor_.offset();
+    // Only whitespace may follow the trace.
+    if (cursor_.peek_token() >= 0) {
+      cursor_.fail("unexpected text after the end of the trace");
+      return syntax();
+    }
+    if (!cursor_.input_error().empty()) {
+      error_ = cursor_.input_error();
+      return JsonStatus::end;
+    }
+  }
+  if (s == JsonStatus::syntax && error_.empty()) return syntax();
+  return s;
+}
+
+JsonStatus TraceParser::root() {
+  const int c = cursor_.peek_token();
+  if (c < 0) return JsonStatus::end;
+  if (c == '[') {
+    header_.array_form = true;
+    header_.saw_events = true;
+    cursor_.advance();
+    phase_ = TracePhase::first_event;
+    resume_offset_ = base_ + cursor_.offset();
+    return events_array(TracePhase::first_event);
+  }
+  if (c != '{') {
+    cursor_.fail("expected '{' or '[' (a JSON trace: an object with \"traceEvents\", or an array of events)");
+    return syntax();
+  }
+  cursor_.advance();
+  return root_members(true);
+}
+
+// Members of the root object, up to and including its '}'. `first`: just after the '{'.
+JsonStatus TraceParser::root_members(bool first) {
+  for (;;) {
+    int c = cursor_.peek_token();
+    if (c < 0) return JsonStatus::end;
+    if (c == '}') {
+      cursor_.advance();
+      if (!header_.saw_events) {
+        cursor_.fail("the object has no \"traceEvents\" array (not a trace)");
+        return syntax();
+      }
+      return JsonStatus::ok;
+    }
+    if (!first) {
+      if (c != ',') {
+        cursor_.fail("expected ',' or '}' after a member of the trace object");
+        return syntax();
+      }
+      cursor_.advance();
+    }
+    first = false;
+    if (JsonStatus s = cursor_.read_string(key_); s != JsonStatus::ok) return s;
+    if (JsonStatus s = cursor_.expect(':', "':' after a member name"); s != JsonStatus::ok) return s;
+    if (key_ == "traceEvents") {
+      c = cursor_.peek_token();
+      if (c < 0) return JsonStatus::end;
+      if (c != '[') {
+        cursor_.fail("\"traceEvents\" is not an array");
+        return syntax();
+      }
+      cursor_.advance();
+      header_.saw_events = true;
+      phase_ = TracePhase::first_event;
+      resume_offset_ = base_ + cursor_.offset();
+      if (JsonStatus s = events_array(TracePhase::first_event); s != JsonStatus::ok) return s;
+    } else if (JsonStatus s = header_member(key_); s != JsonStatus::ok) {
+      return s;
+    }
+    if (header_.saw_events) {
+      phase_ = TracePhase::after_events;
+      resume_offset_ = base_ + cursor_.offset();
+    }
+  }
+}
+
+JsonStatus TraceParser::header_member(const std::string& key) {
+  static constexpr std::string_view kKinetoKeys[] = {"schemaVersion", "deviceProperties", "baseTimeNanoseconds", "trace_id",
+                                                     "cupti_version", "distributedInfo", "cuda_runtime_version"};
+  for (std::string_view k : kKinetoKeys) header_.kineto |= key == k;
+  const bool kept = key == "deviceProperties" || key == "distributedInfo" || key == "cudascope" || key == "cudascopeSummary" ||
+                    key == "baseTimeNanoseconds";
+  if (!kept) return cursor_.skip_value();
+  scratch_.clear();
+  if (JsonStatus s = cursor_.capture_value(scratch_); s != JsonStatus::ok) return s;
+  // Header members are small: a DOM is the simplest way to read them.
+  simdjson::dom::parser parser;
+  simdjson::dom::element value;
+  if (parser.parse(scratch_).get(value)) return JsonStatus::ok;
+  TraceModel& model = builder_.model();
+  std::int64_t number = 0;
+  std::string_view text;
+  if (key == "deviceProperties") {
+    simdjson::dom::array devices;
+    if (value.get_array().get(devices)) return JsonStatus::ok;
+    for (simdjson::dom::element d : devices) {
+      TraceDevice device;
+      if (!d["id"].get_int64().get(number)) device.id = static_cast<int>(number);
+      if (!d["name"].get_string().get(text)) device.name = text;
+      if (!d["totalGlobalMem"].get_int64().get(number)) device.total_memory = number;
+      model.devices.push_back(device);
+    }
+  } else if (key == "distributedInfo") {
+    if (!value["rank"].get_int64().get(number)) model.rank = static_cast<int>(number);
+    if (!value["world_size"].get_int64().get(number)) model.world_size = static_cast<int>(number);
+  } else if (key == "cudascope") {
+    header_.cudascope = true;
+    if (!value["source"].get_string().get(text)) model.source = text;
+  } else if (key == "cudascopeSummary") {
+    bool complete = false;
+    header_.has_summary = true;
+    if (!value["complete"].get_bool().get(complete)) header_.summary_complete = complete;
+    if (!value["dropped"]["buffer"].get_int64().get(number)) header_.summary_dropped_buffer = number;
+    if (!value["dropped"]["cupti"].get_int64().get(number)) header_.summary_dropped_cupti = number;
+  } else if (key == "baseTimeNanoseconds") {
+    if (!value.get_int64().get(number)) model.base_time_ns = number;
+  }
+  return JsonStatus::ok;
+}
+
+// The events array after its '[' (first_event) or after an element (next_event), through its ']'.
+JsonStatus TraceParser::events_array(TracePhase phase) {
+  bool first = phase == TracePhase::first_event;
+  for (;;) {
+    const int c = cursor_.peek_token();
+    if (c < 0) return JsonStatus::end;
+    if (c == ']') {
+      cursor_.advance();
+      phase_ = TracePhase::after_events;
+      resume_offset_ = base_ + cursor_.offset();
+      return JsonStatus::ok;
+    }
+    if (!first) {
+      if (c != ',') {
+        cursor_.fail("expected ',' or ']' after event " + std::to_string(header_.events_seen - 1));
+        return syntax();
+      }
+      cursor_.advance();
+    }
+    first = false;
+    if (JsonStatus s = event(); s != JsonStatus::ok) return s;
+    ++header_.events_seen;
+    ++events_;
+    phase_ = TracePhase::next_event;
+    resume_offset_ = base_ + cursor_.offset();
+    if (progress_ && events_ % kProgressEvery == 0 && !progress_(reader_.source().progress())) {
+      error_ = "cancelled";
+      return JsonStatus::syntax;
+    }
+  }
+}
+
+JsonStatus TraceParser::id_value(TraceIdValue& value, std::string& text, const char* field) {
+  const int c = cursor_.peek_token();
+  if (c < 0) return JsonStatus::end;
+  value = TraceIdValue{};
+  if (c == '"') {
+    if (JsonStatus s = cursor_.read_string(text); s != JsonStatus::ok) return s;
+    value.is_text = true;
+    value.text = text;
+    return JsonStatus::ok;
+  }
+  if (is_number_start(c)) {
+    if (JsonStatus s = cursor_.read_number_text(number_); s != JsonStatus::ok) return s;
+    if (parse_integer(number_, value.number)) return JsonStatus::ok;
+  } else if (JsonStatus s = cursor_.skip_value(); s != JsonStatus::ok) {
+    return s;
+  }
+  problem(std::string("\"") + field + "\" is not an integer or a string");
+  return JsonStatus::ok;
+}
+
+JsonStatus TraceParser::time_value(std::int64_t& ns, bool& has, const char* field) {
+  const int c = cursor_.peek_token();
+  if (c < 0) return JsonStatus::end;
+  if (is_number_start(c)) {
+    if (JsonStatus s = cursor_.read_number_text(number_); s != JsonStatus::ok) return s;
+    has = parse_microseconds_as_ns(number_, ns);
+    if (!has) problem(std::string("\"") + field + "\" is out of range");
+    return JsonStatus::ok;
+  }
+  if (JsonStatus s = cursor_.skip_value(); s != JsonStatus::ok) return s;
+  problem(std::string("\"") + field + "\" is not a number");
+  return JsonStatus::ok;
+}
+
+JsonStatus TraceParser::event() {
+  int c = cursor_.peek_token();
+  if (c < 0) return JsonStatus::end;
+  if (c != '{') {
+    if (JsonStatus s = cursor_.skip_value(); s != JsonStatus::ok) return s;
+    problem("not an object");
+    return JsonStatus::ok;
+  }
+  cursor_.advance();
+  EventDraft& d = draft_;
+  d = EventDraft{};
+  bool has_ph = false;
+  bool ph_ok = true;
+  c = cursor_.peek_token();
+  if (c < 0) return JsonStatus::end;
+  if (c == '}') {
+    cursor_.advance();
+  } else {
+    for (;;) {
+      if (JsonStatus s = cursor_.read_string(key_); s != JsonStatus::ok) return s;
+      if (JsonStatus s = cursor_.expect(':', "':' after a member name"); s != JsonStatus::ok) return s;
+      JsonStatus s = JsonStatus::ok;
+      const std::string& k = key_;
+      c = cursor_.peek_token();
+      if (c < 0) return JsonStatus::end;
+      if (k == "ph" || k == "name" || k == "cat" || k == "bp" || k == "s") {
+        std::string& out = k == "ph" ? ph_ : k == "name" ? name_ : k == "cat" ? cat_ : scratch_;
+        if (c == '"') {
+          s = cursor_.read_string(out);
+          if (s == JsonStatus::ok) {
+            if (k == "ph") {
+              has_ph = true;
+              ph_ok = ph_.size() == 1;
+              d.ph = ph_.empty() ? '?' : ph_[0];
+            } else if (k == "name") {
+              d.has_name = true;
+              d.name = name_;
+            } else if (k == "cat") {
+              d.has_cat = true;
+              d.cat = cat_;
+            } else if (k == "bp") {
+              if (out == "e") d.flags |= TraceModel::kFlagBindEnclosing;
+            } else if (out == "g") {
+              d.flags |= TraceModel::kFlagGlobalScope;
+            } else if (out == "p") {
+              d.flags |= TraceModel::kFlagProcessScope;
+            }
+          }
+        } else {
+          s = cursor_.skip_value();
+          if (k == "ph" || k == "name" || k == "cat") problem("\"" + k + "\" is not a string");
+        }
+      } else if (k == "pid") {
+        d.has_pid = true;
+        s = id_value(d.pid, pid_text_, "pid");
+      } else if (k == "tid") {
+        d.has_tid = true;
+        s = id_value(d.tid, tid_text_, "tid");
+      } else if (k == "ts") {
+        s = time_value(d.ts_ns, d.has_ts, "ts");
+      } else if (k == "dur") {
+        s = time_value(d.dur_ns, d.has_dur, "dur");
+      } else if (k == "id") {
+        TraceIdValue id;
+        s = id_value(id, id_text_, "id");
+        if (s == JsonStatus::ok) {
+          d.has_id = true;
+          d.id_is_text = id.is_text;
+          d.id_text = id.text;
+          d.id = static_cast<std::uint64_t>(id.number);
+        }
+      } else if (k == "args") {
+        args_.clear();
+        s = cursor_.capture_value(args_);
+        if (s == JsonStatus::ok) {
+          if (args_.empty() || args_[0] != '{') problem("\"args\" is not an object");
+          else {
+            d.has_args = true;
+            d.args = args_;
+          }
+        }
+      } else {
+        s = cursor_.skip_value();
+      }
+      if (s != JsonStatus::ok) return s;
+      c = cursor_.peek_token();
+      if (c < 0) return JsonStatus::end;
+      cursor_.advance();
+      if (c == '}') break;
+      if (c != ',') {
+        cursor_.fail("expected ',' or '}' in event " + std::to_string(header_.events_seen));
+        return JsonStatus::syntax;
+      }
+    }
+  }
+  // The whole event is read: check the fields the format requires, then keep it.
+  if (!has_ph || !ph_ok) {
+    problem(has_ph ? "\"ph\" is not one letter" : "no \"ph\"");
+    return JsonStatus::ok;
+  }
+  const std::string ph(1, d.ph);
+  if (!d.has_pid) problem("(" + ph + "): no \"pid\"");
+  if (!d.has_tid && d.ph != 'M' && d.ph != 'C') problem("(" + ph + "): no \"tid\"");
+  if (!d.has_ts && d.ph != 'M') problem("(" + ph + "): \"ts\" missing or not a number");
+  if (d.ph == 'X' && !d.has_dur) problem("(X): \"dur\" missing or not a number");
+  if (d.has_dur && d.dur_ns < 0) {
+    problem("negative \"dur\"");
+    d.dur_ns = 0;
+  }
+  if (d.ph == 'X' && !d.has_dur) {
+    d.has_dur = true;
+    d.dur_ns = 0;
+  }
+  if (d.ph == 'C' && d.has_args) {
+    // Counter values must be numbers (Perfetto drops the others).
+    static thread_local simdjson::dom::parser parser;
+    simdjson::dom::object counters;
+    if (!parser.parse(args_).get_object().get(counters)) {
+      for (auto [key, value] : counters) {
+        if (!value.is_number()) problem("(C): counter \"" + std::string(key) + "\" is not a number");
+      }
+    }
+  }
+  builder_.add(d);
+  return JsonStatus::ok;
+}
+
+}  // namespace cudascope::analysis::detail
