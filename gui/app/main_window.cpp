@@ -115,6 +115,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     compared_ = std::move(loaded);
     compared_path_ = path;
     updateComparison();
+    status_->setText(tr("Compared %1 (A) with %2 (B): %3 frames")
+                         .arg(QFileInfo(current_path_).fileName(), QFileInfo(path).fileName())
+                         .arg(compare_->rowCount()));
     tabs_->setCurrentIndex(tabs_->count() - 1);
   });
   for (auto* l : {loader_, compare_loader_})
@@ -129,6 +132,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() = default;
+
+QString MainWindow::statusText() const { return status_->text(); }
 
 void MainWindow::setBusy(bool busy, const QString& what) {
   progress_->setVisible(busy);

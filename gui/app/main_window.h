@@ -40,6 +40,7 @@ class MainWindow : public QMainWindow {
   SnapshotLoader* loader() const { return loader_; }
   SnapshotLoader* compareLoader() const { return compare_loader_; }
   QString lastError() const { return last_error_; }
+  QString statusText() const;
 
  signals:
   void snapshotShown();

@@ -1,6 +1,7 @@
 // The Qt models, headless (QT_QPA_PLATFORM=offscreen is not even needed: QtCore only),
 // each under QAbstractItemModelTester, with their figures checked against Python's.
 #include "snapshot_test_support.h"
+#include "stack_frames_fixture.h"
 
 #include <cudascope/gui/block_table_model.h>
 #include <cudascope/gui/compare_model.h>
@@ -104,7 +105,7 @@ TEST(GuiModelTest, StackFiguresAndCompareModels) {
   StackModel stack;
   tester(&stack);
   const auto& first = loaded->snapshot->trace.front();
-  stack.setStack(loaded->snapshot, first.stack);
+  stack.setStack(loaded, first.stack);
   const auto top = expected_stats("snap_transformer.stats.json")["first_entry_top_frame"];
   ASSERT_GT(stack.rowCount(), 0);
   EXPECT_EQ(stack.index(0).data().toString().toStdString(),
@@ -130,6 +131,52 @@ TEST(GuiModelTest, StackFiguresAndCompareModels) {
   qlonglong sum = 0;
   for (int r = 0; r < compare.rowCount(); ++r) sum += compare.index(r, CompareModel::Delta).data(Qt::UserRole).toLongLong();
   EXPECT_EQ(sum, qlonglong(loaded->figures.active_bytes) - qlonglong(small->figures.active_bytes));
+}
+
+TEST(GuiModelTest, FrameColumnsShowTheUserFrameAndTheFilterMatchesWhatTheyShow) {
+  auto loaded = index_snapshot(analysis::testing::cpp_stack_snapshot());
+  TraceTableModel trace;
+  tester(&trace);
+  trace.setSnapshot(loaded);
+  ASSERT_EQ(trace.rowCount(), 3);
+  EXPECT_EQ(trace.index(1, TraceTableModel::Frame).data().toString(), "train_step (train.py:12)");
+  EXPECT_EQ(trace.index(2, TraceTableModel::Frame).data().toString(), "");  // only allocator frames
+  const QString tip = trace.index(1, 0).data(Qt::ToolTipRole).toString();
+  EXPECT_TRUE(tip.startsWith("at::TensorBase")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("train_step (train.py:12)"));
+  EXPECT_TRUE(tip.contains("7 frames of the allocator and unwinder hidden")) << tip.toStdString();
+  EXPECT_FALSE(tip.contains("CUDACachingAllocator"));
+
+  // The filter takes the "file:line" the column shows, in any case.
+  RecordFilter f;
+  f.frame_text = "Train.py:12";
+  trace.setFilter(f);
+  EXPECT_EQ(trace.rowCount(), 2);  // segment_alloc and the first alloc
+  f.frame_text = "CUDACachingAllocator";
+  trace.setFilter(f);
+  EXPECT_EQ(trace.rowCount(), 0);
+  trace.setFilter(RecordFilter{});
+  EXPECT_EQ(trace.findFrameText("train.py:40"), 0);
+  EXPECT_EQ(trace.findFrameText("train.py:40", 0), 1);
+  EXPECT_EQ(trace.findFrameText("train.py:40", 1), -1);
+
+  BlockTableModel blocks;
+  tester(&blocks);
+  blocks.setSnapshot(loaded);
+  EXPECT_EQ(blocks.index(0, BlockTableModel::Frame).data().toString(), "train_step (train.py:12)");
+
+  StackModel stack;
+  tester(&stack);
+  stack.setStack(loaded, loaded->snapshot->trace[1].stack);
+  ASSERT_EQ(stack.rowCount(), 4);
+  EXPECT_EQ(stack.hiddenCount(), 7);
+  EXPECT_EQ(stack.index(2).data().toString(), "train_step (train.py:12)");
+  EXPECT_TRUE(stack.index(2).data(Qt::UserRole).toBool());
+  EXPECT_FALSE(stack.index(0).data(Qt::UserRole).toBool());
+  stack.setShowHidden(true);
+  ASSERT_EQ(stack.rowCount(), 11);
+  EXPECT_EQ(stack.hiddenCount(), 0);
+  EXPECT_EQ(stack.index(0).data().toString(), "torch::unwind::unwind() (??:0)");
 }
 
 TEST(GuiModelTest, LoaderRunsOffThreadAndReportsErrorsAndCancel) {

@@ -4,15 +4,21 @@
 
 #include <cudascope/gui/allocator_state_page.h>
 #include <cudascope/gui/allocator_state_view.h>
+#include <cudascope/gui/record_table_model.h>
+#include <cudascope/gui/record_table_page.h>
+#include <cudascope/gui/trace_table_model.h>
 #include <cudascope/gui/timeline_view.h>
 #include <cudascope/analysis/stacked_timeline.h>
 
 #include <QApplication>
 #include <QDir>
 #include <QEventLoop>
+#include <QHeaderView>
+#include <QLineEdit>
 #include <QScreen>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTest>
 #include <QTimer>
 
@@ -108,6 +114,16 @@ TEST(GuiWindowTest, ViewsOfTheFixtureAreDrawn) {
                                            timeline->plotRect().size());
   EXPECT_TRUE(hover.contains("address 0x") || hover.contains("merged")) << hover.toStdString();
 
+  // Loading has ended: the status bar says what was loaded, not that it is loading.
+  EXPECT_FALSE(w.statusText().contains("Loading")) << w.statusText().toStdString();
+  // Every time-axis label lies wholly inside the view (the last one used to be cut off).
+  const auto labels = timeline->timeAxisLabels();
+  ASSERT_GE(labels.size(), 3u);
+  for (const auto& label : labels) {
+    EXPECT_TRUE(timeline->rect().contains(label.rect)) << label.text.toStdString();
+    EXPECT_GE(label.rect.width(), timeline->fontMetrics().horizontalAdvance(label.text)) << label.text.toStdString();
+  }
+
   // Zoom in with the keyboard: the range narrows and the view still draws.
   const int64_t span = timeline->rangeEnd() - timeline->rangeBegin();
   timeline->setFocus();
@@ -140,14 +156,41 @@ TEST(GuiWindowTest, ViewsOfTheFixtureAreDrawn) {
   shot = screenshot(w, "allocator_state_mid");
   EXPECT_EQ(state_page->view()->state().active_bytes, 157684740u);  // Python's figure after entry 6629
 
-  // Trace table and the comparison tab.
+  // Trace table: addresses and actions are never cut; the frame filter applies as you type
+  // and matches the "file:line" the Frame column shows.
   w.tabs()->setCurrentIndex(5);
-  shot = screenshot(w, "trace_table");
+  auto* trace_page = qobject_cast<RecordTablePage*>(w.tabs()->widget(5));
+  ASSERT_NE(trace_page, nullptr);
+  QApplication::processEvents();
+  auto* table = trace_page->table();
+  const QFontMetrics table_metrics(table->font());
+  for (int column : {int(TraceTableModel::Address), int(TraceTableModel::Action), int(TraceTableModel::Stream)})
+    for (int row = 0; row < 50; ++row) {
+      const QString text = trace_page->model()->index(row, column).data().toString();
+      ASSERT_GE(table->horizontalHeader()->sectionSize(column), table_metrics.horizontalAdvance(text) + 6)
+          << text.toStdString() << " is cut in column " << column;
+    }
+  const int all_rows = trace_page->model()->rowCount();
+  trace_page->frameFilter()->setFocus();
+  QTest::keyClicks(trace_page->frameFilter(), "train_transformer.py:37");
+  QTest::qWait(600);  // no Enter: the filter applies once typing pauses
+  const int filtered = trace_page->model()->rowCount();
+  EXPECT_GT(filtered, 0);
+  EXPECT_LT(filtered, all_rows);
+  for (int row = 0; row < filtered; row += 7)
+    ASSERT_TRUE(trace_page->model()->index(row, 0).data(Qt::ToolTipRole).toString().contains("train_transformer.py:37"));
+  shot = screenshot(w, "trace_table_filtered");
   EXPECT_GT(content(shot, shot.rect()).colours, 3u);
+  trace_page->frameFilter()->clear();
+  QTest::keyClick(trace_page->frameFilter(), Qt::Key_Return);
+  EXPECT_EQ(trace_page->model()->rowCount(), all_rows);
+  table->selectRow(3);
+  shot = screenshot(w, "trace_table");
   w.compareWith(QString::fromStdString(data_path("snap_small_p5.pickle")));
   ASSERT_TRUE(wait_for(&w, SIGNAL(comparisonShown()))) << w.lastError().toStdString();
   shot = screenshot(w, "compare");
   EXPECT_EQ(w.tabs()->currentIndex(), w.tabs()->count() - 1);
+  EXPECT_FALSE(w.statusText().contains("Loading")) << w.statusText().toStdString();
 }
 
 }  // namespace

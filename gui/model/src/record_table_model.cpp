@@ -19,6 +19,8 @@ void RecordTableModel::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded)
   beginResetModel();
   loaded_ = std::move(loaded);
   stack_match_.clear();
+  frame_match_ = loaded_ && !filter_.frame_text.isEmpty() ? loaded_->frames->match_frames(filter_.frame_text.toStdString())
+                                                          : std::vector<uint8_t>{};
   rows_.clear();
   endResetModel();
   rebuild();
@@ -27,6 +29,8 @@ void RecordTableModel::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded)
 void RecordTableModel::setFilter(const RecordFilter& filter) {
   filter_ = filter;
   stack_match_.clear();
+  frame_match_ = loaded_ && !filter_.frame_text.isEmpty() ? loaded_->frames->match_frames(filter_.frame_text.toStdString())
+                                                          : std::vector<uint8_t>{};
   rebuild();
 }
 
@@ -50,14 +54,11 @@ bool RecordTableModel::stackMatches(analysis::StackId stack) const {
   if (filter_.frame_text.isEmpty()) return true;
   if (stack_match_.size() != snap().stacks.size()) stack_match_.assign(snap().stacks.size(), -1);
   int8_t& m = stack_match_[stack];
-  if (m < 0) m = snap().stack_contains(stack, filter_.frame_text.toStdString()) ? 1 : 0;
+  if (m < 0) m = loaded_->frames->stack_matches(stack, frame_match_) ? 1 : 0;
   return m == 1;
 }
 
-QString RecordTableModel::frameText(analysis::StackId stack) const {
-  const auto frames = snap().stack(stack);
-  return frames.empty() ? QString() : QString::fromStdString(snap().frame_text(frames.front()));
-}
+QString RecordTableModel::frameText(analysis::StackId stack) const { return loaded_->userFrameText(stack); }
 
 int RecordTableModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
@@ -72,8 +73,8 @@ QVariant RecordTableModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return display(record, index.column());
     case Qt::UserRole: return raw(record, index.column());
     case Qt::ToolTipRole: {
-      const std::string text = snap().stack_text(stackOf(record));
-      return text.empty() ? QVariant() : QVariant(QString::fromStdString(text));
+      const QString text = loaded_->stackText(stackOf(record));
+      return text.isEmpty() ? QVariant() : QVariant(text);
     }
     case HighlightRole: return highlighted(record);
     default: return {};
@@ -114,9 +115,9 @@ int RecordTableModel::findAddress(uint64_t address, int after) const {
 }
 
 int RecordTableModel::findFrameText(const QString& text, int after) const {
-  const std::string needle = text.toStdString();
+  const auto matches = loaded_->frames->match_frames(text.toStdString());
   for (size_t r = static_cast<size_t>(after + 1); r < rows_.size(); ++r)
-    if (snap().stack_contains(stackOf(rows_[r]), needle)) return static_cast<int>(r);
+    if (loaded_->frames->stack_matches(stackOf(rows_[r]), matches)) return static_cast<int>(r);
   return -1;
 }
 

@@ -72,7 +72,7 @@ void AllocatorStatePage::showEntry(int64_t entry) {
   }
   entry_label_->setText(text);
   const bool final_state = state.entry == int64_t(replay_->end_entry()) - 1;
-  view_->setState(loaded_->snapshot, std::move(state), final_state);
+  view_->setState(loaded_, std::move(state), final_state);
 }
 
 }  // namespace cudascope::gui

@@ -19,9 +19,10 @@ AllocatorStateView::AllocatorStateView(QWidget* parent) : QWidget(parent) {
   setMinimumWidth(400);
 }
 
-void AllocatorStateView::setState(std::shared_ptr<const analysis::Snapshot> snapshot, analysis::AllocatorState state,
+void AllocatorStateView::setState(std::shared_ptr<const LoadedSnapshot> loaded, analysis::AllocatorState state,
                                   bool final_state) {
-  snapshot_ = std::move(snapshot);
+  loaded_ = std::move(loaded);
+  snapshot_ = loaded_ ? loaded_->snapshot : nullptr;
   state_ = std::move(state);
   final_ = final_state;
   max_segment_ = 1;
@@ -124,7 +125,8 @@ QString AllocatorStateView::describe(QPoint pt) const {
   text += QStringLiteral("\nblock %1, %2, %3").arg(formatAddress(b.address), formatBytes(b.size),
                                                  QString::fromUtf8(state.data(), int(state.size())));
   if (b.alloc_entry != UINT32_MAX) text += QStringLiteral("\nallocated by trace entry %1").arg(b.alloc_entry);
-  for (auto f : snapshot_->stack(b.stack)) text += "\n  " + QString::fromStdString(snapshot_->frame_text(f));
+  const QString stack = loaded_->stackText(b.stack, 16);
+  if (!stack.isEmpty()) text += "\n  " + QString(stack).replace('\n', "\n  ");
   return text;
 }
 

@@ -5,6 +5,7 @@
 #include <cudascope/gui/stack_model.h>
 #include <cudascope/gui/trace_table_model.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -14,10 +15,27 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSplitter>
+#include <QStyledItemDelegate>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 namespace cudascope::gui {
+namespace {
+
+// The stack list draws the user frame (StackModel's Qt::UserRole) in bold.
+class UserFrameDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+
+ protected:
+  void initStyleOption(QStyleOptionViewItem* option, const QModelIndex& index) const override {
+    QStyledItemDelegate::initStyleOption(option, index);
+    if (index.data(Qt::UserRole).toBool()) option->font.setBold(true);
+  }
+};
+
+}  // namespace
 
 bool parseBytes(const QString& text, uint64_t& out) {
   static const QRegularExpression re(QStringLiteral("^\\s*([0-9]*\\.?[0-9]+)\\s*([kmgt]?)(i?b)?\\s*$"),
@@ -47,7 +65,8 @@ RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), 
   stream_ = new QComboBox;
   action_ = new QComboBox;
   frame_ = new QLineEdit;
-  frame_->setPlaceholderText(tr("frame text filter"));
+  frame_->setPlaceholderText(tr("frame filter: name or file:line"));
+  frame_->setClearButtonEnabled(true);
   search_ = new QLineEdit;
   search_->setPlaceholderText(tr("find address 0x... or frame text"));
   auto* find = new QPushButton(tr("Find next"));
@@ -72,13 +91,36 @@ RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), 
   table_->horizontalHeader()->setStretchLastSection(true);
   auto* stack_view = new QListView;
   stack_view->setModel(stack_);
+  stack_view->setItemDelegate(new UserFrameDelegate(stack_view));
+  auto* stack_panel = new QWidget;
+  auto* stack_layout = new QVBoxLayout(stack_panel);
+  stack_layout->setContentsMargins(0, 0, 0, 0);
+  auto* stack_bar = new QHBoxLayout;
+  stack_label_ = new QLabel(tr("Stack of the selected row (user frame in bold)"));
+  auto* show_hidden = new QCheckBox(tr("show allocator and unwinder frames"));
+  stack_bar->addWidget(stack_label_, 1);
+  stack_bar->addWidget(show_hidden);
+  stack_layout->addLayout(stack_bar);
+  stack_layout->addWidget(stack_view, 1);
+  connect(show_hidden, &QCheckBox::toggled, this, [this](bool on) {
+    stack_->setShowHidden(on);
+    updateStackLabel();
+  });
   split->addWidget(table_);
-  split->addWidget(stack_view);
+  split->addWidget(stack_panel);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
   layout->addWidget(split, 1);
 
-  for (auto* edit : {min_size_, max_size_, frame_}) connect(edit, &QLineEdit::editingFinished, this, &RecordTablePage::applyFilter);
+  for (auto* edit : {min_size_, max_size_}) connect(edit, &QLineEdit::editingFinished, this, &RecordTablePage::applyFilter);
+  // The frame filter applies as the user types, once typing pauses (a filter pass over a
+  // million rows should not run per keystroke).
+  filter_timer_ = new QTimer(this);
+  filter_timer_->setSingleShot(true);
+  filter_timer_->setInterval(150);
+  connect(filter_timer_, &QTimer::timeout, this, &RecordTablePage::applyFilter);
+  connect(frame_, &QLineEdit::textEdited, filter_timer_, qOverload<>(&QTimer::start));
+  connect(frame_, &QLineEdit::returnPressed, this, &RecordTablePage::applyFilter);
   for (auto* combo : {stream_, action_}) connect(combo, qOverload<int>(&QComboBox::activated), this, &RecordTablePage::applyFilter);
   auto do_find = [this] {
     const QString text = search_->text().trimmed();
@@ -90,8 +132,9 @@ RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), 
   connect(find, &QPushButton::clicked, this, do_find);
   connect(search_, &QLineEdit::returnPressed, this, do_find);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
-    if (!current.isValid() || !loaded_) return stack_->clear();
-    stack_->setStack(loaded_->snapshot, model_->stackOf(model_->recordAt(current.row())));
+    if (!current.isValid() || !loaded_) stack_->clear();
+    else stack_->setStack(loaded_, model_->stackOf(model_->recordAt(current.row())));
+    updateStackLabel();
   });
 }
 
@@ -117,8 +160,24 @@ void RecordTablePage::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded) 
   }
   action_->setVisible(kind_ != Kind::segments);
   stack_->clear();
+  updateStackLabel();
   model_->setSnapshot(loaded);
+  fitColumns();
   status_->setText(tr("%1 rows").arg(model_->rowCount()));
+}
+
+void RecordTablePage::fitColumns() {
+  // Every column but the last (the frame, which stretches) as wide as its widest text among
+  // the first rows, so addresses and action names are never cut.
+  auto* header = table_->horizontalHeader();
+  header->setResizeContentsPrecision(2000);
+  for (int c = 0; c + 1 < model_->columnCount(); ++c) table_->resizeColumnToContents(c);
+}
+
+void RecordTablePage::updateStackLabel() {
+  const int hidden = stack_->hiddenCount();
+  stack_label_->setText(hidden > 0 ? tr("Stack of the selected row (user frame in bold; %1 allocator and unwinder frames hidden)").arg(hidden)
+                                   : tr("Stack of the selected row (user frame in bold)"));
 }
 
 void RecordTablePage::applyFilter() {
@@ -138,6 +197,7 @@ void RecordTablePage::applyFilter() {
   f.action = action_->currentData().isValid() ? action_->currentData().toInt() : -1;
   f.frame_text = frame_->text();
   model_->setFilter(f);
+  filter_timer_->stop();
   status_->setText(bad.isEmpty() ? tr("%1 rows").arg(model_->rowCount())
                                  : tr("not a size: %1 (use e.g. 4096, 512KiB, 1.5MiB)").arg(bad.join(", ")));
 }

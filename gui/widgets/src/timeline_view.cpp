@@ -126,13 +126,31 @@ void TimelineView::paintEvent(QPaintEvent*) {
     p.drawLine(plot.left() - 4, y, plot.left(), y);
     p.drawText(QRect(0, y - 8, kLeft - 8, 16), Qt::AlignRight | Qt::AlignVCenter, formatBytes(bytes_max * uint64_t(i) / 4));
   }
+  for (const AxisLabel& label : timeAxisLabels()) {
+    p.drawLine(label.tick_x, churn_y + kChurn, label.tick_x, churn_y + kChurn + 4);
+    p.drawText(label.rect, Qt::AlignCenter, label.text);
+  }
+}
+
+std::vector<TimelineView::AxisLabel> TimelineView::timeAxisLabels() const {
+  std::vector<AxisLabel> labels;
+  if (!timeline_) return labels;
+  const QRect plot = plotRect();
+  const QFontMetrics metrics = fontMetrics();
+  const int y = plot.bottom() + 2 + kChurn + 4;
   const int ticks = std::max(2, plot.width() / 120);
   for (int i = 0; i <= ticks; ++i) {
     const int x = plot.left() + plot.width() * i / ticks;
     const double ms = (double(t0_ - timeline_->begin_us()) + double(t1_ - t0_) * i / ticks) / 1000.0;
-    p.drawLine(x, churn_y + kChurn, x, churn_y + kChurn + 4);
-    p.drawText(QRect(x - 60, churn_y + kChurn + 4, 120, 16), Qt::AlignCenter, QString::number(ms, 'f', ms < 10 ? 3 : 1) + " ms");
+    const QString text = QString::number(ms, 'f', ms < 10 ? 3 : 1) + " ms";
+    const int w = metrics.horizontalAdvance(text) + 6;
+    // Centred under its tick, but moved inwards at the edges so no label is clipped.
+    QRect r(x - w / 2, y, w, metrics.height());
+    if (r.right() > width() - 2) r.moveRight(width() - 2);
+    if (r.left() < 2) r.moveLeft(2);
+    labels.push_back({x, r, text});
   }
+  return labels;
 }
 
 QString TimelineView::describe(QPoint pt, QSize size) const {
@@ -160,9 +178,8 @@ QString TimelineView::describe(QPoint pt, QSize size) const {
   if (iv.begin_entry != UINT32_MAX)
     text += iv.end_entry == UINT32_MAX ? QStringLiteral(", live at the end\n")
                                        : QStringLiteral(" to %1 ms\n").arg(double(iv.end_us - timeline_->begin_us()) / 1000.0, 0, 'f', 3);
-  const auto frames = snap.stack(iv.stack);
-  for (size_t i = 0; i < frames.size() && i < 12; ++i) text += "  " + QString::fromStdString(snap.frame_text(frames[i])) + "\n";
-  if (frames.size() > 12) text += QStringLiteral("  ... %1 more frames\n").arg(frames.size() - 12);
+  const QString stack = loaded_->stackText(iv.stack, 12);
+  if (!stack.isEmpty()) text += "  " + QString(stack).replace('\n', "\n  ");
   return text.trimmed();
 }
 

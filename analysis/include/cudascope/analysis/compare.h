@@ -3,6 +3,7 @@
 // frame that allocated it, so "what grew between A and B" is one sorted table.
 
 #include <cudascope/analysis/snapshot.h>
+#include <cudascope/analysis/stack_frames.h>
 
 #include <cstdint>
 #include <string>
@@ -10,9 +11,10 @@
 
 namespace cudascope::analysis {
 
+// Both skip the frames a reader never sees (the unwinder's and the allocators', stack_frames.h).
 enum class GroupBy {
-  top_frame,   // the innermost frame of the allocating stack
-  user_frame,  // the innermost frame outside torch and the Python runtime, else the top frame
+  top_frame,   // the innermost visible frame of the allocating stack
+  user_frame,  // the innermost user frame (outside torch, Python and libraries), else the top frame
 };
 
 struct CompareRow {
@@ -29,7 +31,10 @@ struct Comparison {
 
 Comparison compare_snapshots(const Snapshot& a, const Snapshot& b, GroupBy group = GroupBy::user_frame);
 
-// The group key compare_snapshots() uses for one stack.
+// The group key compare_snapshots() uses for one stack: "name (filename:line)", or
+// "<no stack recorded>" when no visible frame is left.
+std::string group_key(const FrameIndex& frames, StackId stack, GroupBy group);
+// Same, classifying the snapshot's frames first (for a single query).
 std::string group_key(const Snapshot& snapshot, StackId stack, GroupBy group);
 
 }  // namespace cudascope::analysis

@@ -4,7 +4,9 @@
 // over a million rows would go through QVariant for every comparison).
 //
 // Roles: DisplayRole text; Qt::UserRole the raw value (numbers as qulonglong);
-// ToolTipRole the allocating stack; HighlightRole true for rows to stand out (OOM entries).
+// ToolTipRole the allocating stack (allocator and unwinder frames hidden); HighlightRole
+// true for rows to stand out (OOM entries). Frame columns show the stack's user frame
+// (stack_frames.h), and the frame filter matches what they show: "name (filename:line)".
 // Not thread-safe: use on the UI thread.
 
 #include <cudascope/gui/loaded_snapshot.h>
@@ -24,7 +26,7 @@ struct RecordFilter {
   uint64_t max_size = UINT64_MAX;
   int stream = -1;       // a StreamId, or -1 for all
   int action = -1;       // an Action (trace) or BlockState (blocks), or -1 for all
-  QString frame_text;    // substring of any frame's name or filename; empty for all
+  QString frame_text;    // substring, ignoring case, of any visible frame's "name (filename:line)"; empty for all
 };
 
 class RecordTableModel : public QAbstractTableModel {
@@ -48,7 +50,8 @@ class RecordTableModel : public QAbstractTableModel {
   int rowOfRecord(uint32_t record) const;
   // The first row, after `after`, whose record covers `address` (-1 if none).
   int findAddress(uint64_t address, int after = -1) const;
-  // The first row, after `after`, whose stack has a frame containing `text` (-1 if none).
+  // The first row, after `after`, whose stack has a visible frame whose text contains
+  // `text`, ignoring case (-1 if none).
   int findFrameText(const QString& text, int after = -1) const;
   virtual analysis::StackId stackOf(uint32_t record) const = 0;
 
@@ -66,7 +69,7 @@ class RecordTableModel : public QAbstractTableModel {
   bool stackMatches(analysis::StackId stack) const;  // against filter_.frame_text
   bool sizeMatches(uint64_t size) const { return size >= filter_.min_size && size <= filter_.max_size; }
   const analysis::Snapshot& snap() const { return *loaded_->snapshot; }
-  QString frameText(analysis::StackId stack) const;  // the innermost frame
+  QString frameText(analysis::StackId stack) const;  // the user frame
 
   std::shared_ptr<const LoadedSnapshot> loaded_;
   RecordFilter filter_;
@@ -76,6 +79,7 @@ class RecordTableModel : public QAbstractTableModel {
   std::vector<uint32_t> rows_;
   int sort_column_ = -1;
   Qt::SortOrder sort_order_ = Qt::AscendingOrder;
+  std::vector<uint8_t> frame_match_;         // per FrameId, for filter_.frame_text
   mutable std::vector<int8_t> stack_match_;  // per StackId: -1 unknown, 0/1
 };
 

@@ -5,7 +5,7 @@
 // gives reserved/allocated/active, external fragmentation and the largest free block.
 
 #include <cudascope/analysis/allocator_replay.h>
-#include <cudascope/analysis/snapshot.h>
+#include <cudascope/gui/loaded_snapshot.h>
 
 #include <QWidget>
 
@@ -20,7 +20,7 @@ class AllocatorStateView : public QWidget {
 
   explicit AllocatorStateView(QWidget* parent = nullptr);
   // `final_state` enables the requested-size overlay (only the snapshot's own blocks know it).
-  void setState(std::shared_ptr<const analysis::Snapshot> snapshot, analysis::AllocatorState state, bool final_state);
+  void setState(std::shared_ptr<const LoadedSnapshot> loaded, analysis::AllocatorState state, bool final_state);
   const analysis::AllocatorState& state() const { return state_; }
   QSize sizeHint() const override;
   QString describe(QPoint point) const;
@@ -36,6 +36,7 @@ class AllocatorStateView : public QWidget {
   Hit hitAt(QPoint p) const;
   QRectF blockRect(int segment, const analysis::StateBlock& block) const;
 
+  std::shared_ptr<const LoadedSnapshot> loaded_;
   std::shared_ptr<const analysis::Snapshot> snapshot_;
   analysis::AllocatorState state_;
   bool final_ = false;

@@ -1,7 +1,7 @@
 #pragma once
 // A table of segments, blocks or trace entries with its filter bar (size range, stream,
-// action or state, frame text), searches by address and by frame text, and the stack of
-// the selected row.
+// action or state, frame text applied as you type), searches by address and by frame text,
+// and the stack of the selected row (allocator and unwinder frames hidden unless asked).
 
 #include <cudascope/gui/loaded_snapshot.h>
 
@@ -9,6 +9,7 @@
 
 class QComboBox;
 class QLineEdit;
+class QTimer;
 class QTableView;
 class QLabel;
 
@@ -25,6 +26,9 @@ class RecordTablePage : public QWidget {
   void setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded);
   RecordTableModel* model() const { return model_; }
   QTableView* table() const { return table_; }
+  StackModel* stackModel() const { return stack_; }
+  QLineEdit* frameFilter() const { return frame_; }
+  QLabel* statusLabel() const { return status_; }
   // Selects the next row covering `address` / whose stack mentions `text`; false if none.
   bool findAddress(uint64_t address);
   bool findFrame(const QString& text);
@@ -32,6 +36,8 @@ class RecordTablePage : public QWidget {
  private:
   void applyFilter();
   void selectRow(int row);
+  void fitColumns();
+  void updateStackLabel();
 
   Kind kind_;
   std::shared_ptr<const LoadedSnapshot> loaded_;
@@ -45,6 +51,8 @@ class RecordTablePage : public QWidget {
   QLineEdit* frame_;
   QLineEdit* search_;
   QLabel* status_;
+  QLabel* stack_label_;
+  QTimer* filter_timer_;
 };
 
 // Parses "1048576", "512KiB", "1.5 MB", "2g" into bytes; nullopt-like false on bad text.

@@ -11,6 +11,7 @@
 #include <QWidget>
 
 #include <memory>
+#include <vector>
 
 namespace cudascope::gui {
 
@@ -32,6 +33,14 @@ class TimelineView : public QWidget {
   // Tooltip text for a point of the plot area, empty over nothing.
   QString describe(QPoint plot_point, QSize plot_size) const;
   QRect plotRect() const;
+  // The time axis under the plot: each tick's x and its label's text and box (kept inside
+  // the widget at both ends).
+  struct AxisLabel {
+    int tick_x = 0;
+    QRect rect;
+    QString text;
+  };
+  std::vector<AxisLabel> timeAxisLabels() const;
 
  signals:
   void rangeChanged(qint64 t0, qint64 t1);
