@@ -1,4 +1,5 @@
 // `cudascope devices`: a table of the devices the current backend sees.
+#include "checks.h"
 #include "command.h"
 
 #include <cudascope/cuda.h>
@@ -9,6 +10,7 @@ namespace {
 
 void print_devices() {
   using namespace cudascope;
+  cli::check_backend_variable();
   const std::string backend = cuda::backend_name();
   const int count = cuda::device_count();
   if (count == 0) {

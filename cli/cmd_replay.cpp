@@ -1,5 +1,6 @@
 // `cudascope replay FILE.jsonl[.gz] [--stats-json OUT]`: replays an allocation sequence
 // recorded with PyTorch through the caching allocator and writes memory_stats() as JSON.
+#include "checks.h"
 #include "command.h"
 
 #include <cudascope/cuda.h>
@@ -29,6 +30,7 @@ std::string to_json(const std::map<std::string, std::int64_t>& stats) {
 
 int run_replay(const ReplayOptions& options) {
   using namespace cudascope;
+  cli::check_backend_variable();
   // Replays run wherever they can: a GPU when there is one, else the simulated device.
   if (std::getenv("CUDASCOPE_BACKEND") == nullptr) setenv("CUDASCOPE_BACKEND", "auto", 1);
   const auto stats = cuda::memory::replay_file(options.file);
@@ -54,7 +56,8 @@ CUDASCOPE_COMMAND(replay, 40) {
   sub->add_option("file", options.file, "Sequence (.jsonl or .jsonl.gz): a header line, then alloc/free ops")
       ->required()
       ->check(CLI::ExistingFile);
-  sub->add_option("--stats-json", options.stats_json, "Write memory_stats() here as JSON (default: stdout)");
+  sub->add_option("--stats-json", options.stats_json, "Write memory_stats() here as JSON (default: stdout)")
+      ->check(cudascope::cli::WritableFile(/*allow_stdout=*/true));
   sub->add_flag("--summary", options.summary, "Also print memory_summary() on stderr");
   sub->callback([] { cudascope::cli::set_exit_code(run_replay(options)); });
 }

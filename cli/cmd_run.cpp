@@ -3,6 +3,7 @@
 // CUDA_INJECTION64_PATH (loaded by the driver, or by the sim backend of programs using the
 // cudascope runtime) and NVTX_INJECTION64_PATH, and streams its trace to -o. The child's
 // stdout/stderr are left alone; its exit status is passed through (128+N for signal N).
+#include "checks.h"
 #include "command.h"
 
 #include <cudascope/analysis/trace_reader.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -56,13 +58,46 @@ void forward_signal(int signal_number) {
   if (child_pid > 0) kill(child_pid, signal_number);
 }
 
-int run_traced(const RunOptions& options) {
+// Why `program` cannot be started as execvp would look it up, or empty when it can.
+std::string program_problem(const std::string& program) {
+  auto runnable = [](const std::string& path) {
+    return access(path.c_str(), X_OK) == 0 && !std::filesystem::is_directory(path);
+  };
+  if (program.find('/') != std::string::npos) {
+    if (runnable(program)) return {};
+    return "cannot run '" + program + "': " + (access(program.c_str(), F_OK) == 0 ? "not an executable file" : "no such file");
+  }
+  const char* path = std::getenv("PATH");
+  std::string directories = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t start = 0; start <= directories.size();) {
+    const std::size_t end = std::min(directories.find(':', start), directories.size());
+    const std::string directory = end > start ? directories.substr(start, end - start) : ".";
+    if (runnable(directory + "/" + program)) return {};
+    start = end + 1;
+  }
+  return "cannot run '" + program + "': not found on PATH";
+}
+
+// Everything that would make the program run unrecorded is checked before it starts.
+void check_before_starting(const RunOptions& options) {
   if (options.command.empty()) throw std::runtime_error("no command to run: cudascope run [options] -- cmd args...");
   try {
     cudascope::profiler::ActivitySet::parse(options.activities);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("--activities: ") + e.what());
   }
+  // The flag's validator checked a given -o; this covers the default in the working directory.
+  if (const std::string problem = cudascope::cli::output_file_problem(options.output); !problem.empty()) {
+    throw std::runtime_error("--output: " + problem);
+  }
+  cudascope::cli::check_backend_variable();
+  if (const std::string problem = program_problem(options.command.front()); !problem.empty()) {
+    throw std::runtime_error(problem);
+  }
+}
+
+int run_traced(const RunOptions& options) {
+  check_before_starting(options);
   const std::string library = find_injection_library();
   const std::string output = std::filesystem::absolute(options.output).string();
 
@@ -153,12 +188,18 @@ int run_traced(const RunOptions& options) {
 CUDASCOPE_COMMAND(run, 30) {
   static RunOptions options;
   CLI::App* sub = app.add_subcommand("run", "Record a program's CUDA activity and NVTX ranges into a Chrome trace");
-  sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)");
+  using cudascope::cli::FiniteRange;
+  constexpr double kWeek = 7 * 24 * 3600;
+  sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)")
+      ->check(cudascope::cli::WritableFile())
+      ->capture_default_str();
   sub->add_option("--activities", options.activities,
                   "Comma-separated: kernel,memcpy,memset,sync,runtime,driver,nvtx,allocator,overhead,all,default");
-  sub->add_option("--delay", options.delay, "Start recording after this many seconds")->check(CLI::NonNegativeNumber);
-  sub->add_option("--duration", options.duration, "Stop recording after this many seconds")->check(CLI::NonNegativeNumber);
-  sub->add_option("--cupti-buffer", options.cupti_buffer, "Bytes per CUPTI activity buffer (default 8 MiB)");
+  sub->add_option("--delay", options.delay, "Start recording after this many seconds")->check(FiniteRange(0, kWeek, "s"));
+  sub->add_option("--duration", options.duration, "Stop recording after this many seconds (0: until the end)")
+      ->check(FiniteRange(0, kWeek, "s"));
+  sub->add_option("--cupti-buffer", options.cupti_buffer, "Bytes per CUPTI activity buffer (default 8 MiB)")
+      ->check(FiniteRange(4096, 1 << 30, "bytes"));
   sub->add_option("command", options.command, "The program and its arguments (after --)")->required();
   sub->callback([] { cudascope::cli::set_exit_code(run_traced(options)); });
 }

@@ -46,7 +46,7 @@ CUDASCOPE_COMMAND(view, 61) {
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("view", "Open an allocator snapshot in the desktop viewer (cudascope-viewer)");
   sub->add_option("FILE", options->file, "snapshot file (PyTorch pickle or cudascope JSON, plain or gzip)")->required();
-  sub->add_option("--compare", options->compare, "a second snapshot to compare against FILE");
+  sub->add_option("--compare", options->compare, "a second snapshot to compare against FILE")->check(CLI::ExistingFile);
   sub->callback([options] {
     if (access(options->file.c_str(), R_OK) != 0) {
       std::fprintf(stderr, "cudascope view: error: %s: %s\n", options->file.c_str(), std::strerror(errno));

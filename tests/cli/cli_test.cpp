@@ -1,31 +1,14 @@
 // The `cudascope` command as a user runs it.
 #include "test_support.h"
 
-#include <sys/wait.h>
+#include "run_cli.h"
 
-#include <array>
-#include <cstdio>
 #include <sstream>
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_cli(const std::string& environment, const std::string& arguments) {
-  const std::string command = environment + " " + CUDASCOPE_CLI_PATH + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  Result result{-1, {}};
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  for (std::size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
+using cudascope::testing::run_cli;
+using Result = cudascope::testing::CliResult;
 using ::testing::HasSubstr;
 
 }  // namespace

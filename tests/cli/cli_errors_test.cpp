@@ -1,0 +1,213 @@
+// A command line that cannot work fails at once, before any work starts, with a non-zero
+// exit and a message naming the flag, value, path or variable at fault.
+#include "test_support.h"
+
+#include "run_cli.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using cudascope::testing::run_cli;
+using Result = cudascope::testing::CliResult;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// What the demo prints once it has started on a device.
+constexpr const char* kDemoStarted = "cudascope demo on the";
+
+std::string temp_path(const std::string& name) { return ::testing::TempDir() + "cli_errors_" + name; }
+
+// A file the wrapped program creates: if it exists afterwards, the program ran.
+std::string marker_path(const std::string& name) {
+  const std::string path = temp_path(name + ".ran");
+  std::filesystem::remove(path);
+  return path;
+}
+
+TEST(CliErrorsTest, UnknownOptionIsNamedAndTheCommandsListed) {
+  const Result result = run_cli("", "--bogus");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("unknown option '--bogus'"));
+  EXPECT_THAT(result.output, HasSubstr("commands: devices, demo, run"));
+  EXPECT_THAT(result.output, Not(HasSubstr("A subcommand is required")));
+}
+
+TEST(CliErrorsTest, UnknownCommandIsNamedAndTheCommandsListed) {
+  const Result result = run_cli("", "nosuchcmd --iterations 3");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("unknown command 'nosuchcmd'"));
+  EXPECT_THAT(result.output, HasSubstr("snapshot-stats"));
+  EXPECT_THAT(result.output, Not(HasSubstr("A subcommand is required")));
+}
+
+TEST(CliErrorsTest, NoCommandListsTheCommands) {
+  const Result result = run_cli("", "");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("no command given"));
+  EXPECT_THAT(result.output, HasSubstr("commands: devices, demo, run"));
+}
+
+TEST(CliErrorsTest, UnknownOptionOfACommandNamesTheCommandAndTheOption) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "demo --bogus 3");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("cudascope demo: error"));
+  EXPECT_THAT(result.output, HasSubstr("--bogus"));
+  EXPECT_THAT(result.output, HasSubstr("cudascope demo --help"));
+  EXPECT_THAT(result.output, Not(HasSubstr(kDemoStarted)));
+}
+
+TEST(CliErrorsTest, DemoRejectsKernelLengthsThatAreNotFiniteOrInRange) {
+  for (const char* value : {"nan", "inf", "-inf", "-1", "1e9", "2ms", ""}) {
+    const Result result = run_cli("CUDASCOPE_BACKEND=sim", std::string("demo --iterations 2 --kernel-ms '") + value + "'");
+    EXPECT_NE(result.exit_code, 0) << value;
+    EXPECT_THAT(result.output, HasSubstr("--kernel-ms")) << value;
+    EXPECT_THAT(result.output, HasSubstr("0 to 1000 ms")) << value;
+    EXPECT_THAT(result.output, Not(HasSubstr(kDemoStarted))) << value;
+  }
+}
+
+TEST(CliErrorsTest, DemoRejectsAbsurdSizes) {
+  for (const std::string arguments : {"--iterations 1000000000", "--iterations -5", "--hold 1e6", "--hold nan"}) {
+    const Result result = run_cli("CUDASCOPE_BACKEND=sim", "demo " + arguments);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_THAT(result.output, HasSubstr(arguments.substr(0, arguments.find(' ')))) << arguments;
+    EXPECT_THAT(result.output, Not(HasSubstr(kDemoStarted))) << arguments;
+  }
+}
+
+TEST(CliErrorsTest, RunRejectsANegativeDelayWithReadableLimits) {
+  const std::string marker = marker_path("delay");
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "run --delay -1 -o " + temp_path("delay.json") + " -- touch " + marker);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--delay: '-1' is out of range (expected 0 to 604800 s)"));
+  EXPECT_THAT(result.output, Not(::testing::ContainsRegex("[0-9]{16}")));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST(CliErrorsTest, RunRejectsBadDurationsAndBufferSizes) {
+  for (const std::string arguments : {"--duration nan", "--duration -0.5", "--cupti-buffer -1", "--cupti-buffer 100",
+                                      "--cupti-buffer 1e12"}) {
+    const std::string marker = marker_path("duration");
+    const Result result =
+        run_cli("CUDASCOPE_BACKEND=sim", "run " + arguments + " -o " + temp_path("duration.json") + " -- touch " + marker);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_THAT(result.output, HasSubstr(arguments.substr(0, arguments.find(' ')))) << arguments;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << arguments;
+  }
+}
+
+TEST(CliErrorsTest, NoHelpPrintsAHugeNumber) {
+  for (const char* command : {"demo", "run", "replay", "devices", "snapshot-stats", "view"}) {
+    const Result result = run_cli("", std::string(command) + " --help");
+    EXPECT_EQ(result.exit_code, 0) << command;
+    EXPECT_THAT(result.output, Not(::testing::ContainsRegex("[0-9]{16}"))) << command << "\n" << result.output;
+  }
+}
+
+TEST(CliErrorsTest, DemoSnapshotInAMissingDirectoryIsAFileErrorBeforeTheRun) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "demo --iterations 2 --snapshot /nonexistent/dir/x.pickle");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--snapshot"));
+  EXPECT_THAT(result.output, HasSubstr("directory /nonexistent/dir does not exist"));
+  EXPECT_THAT(result.output, Not(HasSubstr("cudaError")));
+  EXPECT_THAT(result.output, Not(HasSubstr(kDemoStarted)));
+}
+
+TEST(CliErrorsTest, DemoSnapshotWithAnUnknownFormatIsRejectedBeforeTheRun) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "demo --iterations 2 --snapshot " + temp_path("x.txt"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("must end in .pickle, .pkl or .json"));
+  EXPECT_THAT(result.output, Not(HasSubstr(kDemoStarted)));
+}
+
+TEST(CliErrorsTest, RunToAMissingDirectoryNeverStartsTheProgram) {
+  const std::string marker = marker_path("unwritable");
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "run -o /unwritable/t.json -- touch " + marker);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--output"));
+  EXPECT_THAT(result.output, HasSubstr("directory /unwritable does not exist"));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the program ran unrecorded";
+}
+
+TEST(CliErrorsTest, RunToADirectoryThatRefusesFilesNeverStartsTheProgram) {
+  // sysfs refuses new files even to root, whom permission bits do not stop.
+  if (!std::filesystem::is_directory("/sys")) GTEST_SKIP() << "no /sys on this machine";
+  const std::string marker = marker_path("sysfs");
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "run -o /sys/t.json -- touch " + marker);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("cannot create /sys/t.json"));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST(CliErrorsTest, RunWithItsDefaultOutputInAnUnwritableDirectoryNeverStartsTheProgram) {
+  const std::string marker = marker_path("default");
+  const Result result = run_cli("cd /sys && CUDASCOPE_BACKEND=sim", "run -- touch " + marker);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--output: cannot create trace.json"));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST(CliErrorsTest, OutputUnderARegularFileIsRejected) {
+  const std::string file = temp_path("plain_file");
+  std::ofstream(file) << "x";
+  const Result result = run_cli("", "replay /dev/null --stats-json " + file + "/stats.json");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--stats-json"));
+  EXPECT_THAT(result.output, HasSubstr(file + " is not a directory"));
+}
+
+TEST(CliErrorsTest, CheckingAnExistingOutputLeavesItUnchanged) {
+  const std::string existing = temp_path("existing.json");
+  std::ofstream(existing) << "keep me";
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "run -o " + existing + " -- /nonexistent/program");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("cannot run '/nonexistent/program': no such file"));
+  std::ifstream in(existing);
+  std::stringstream content;
+  content << in.rdbuf();
+  EXPECT_EQ(content.str(), "keep me");
+}
+
+TEST(CliErrorsTest, RunOfAProgramNotOnThePathIsAnErrorBeforeStarting) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "run -o " + temp_path("missing.json") + " -- no-such-program-xyz");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("cannot run 'no-such-program-xyz': not found on PATH"));
+  EXPECT_THAT(result.output, Not(HasSubstr("no trace written")));
+}
+
+TEST(CliErrorsTest, UnknownBackendIsNamedByEveryDeviceCommand) {
+  const std::string marker = marker_path("backend");
+  for (const std::string& arguments : std::vector<std::string>{"devices", "demo --iterations 2",
+                                      "replay /dev/null", "run -o " + temp_path("backend.json") + " -- touch " + marker}) {
+    const Result result = run_cli("CUDASCOPE_BACKEND=foo", arguments);
+    EXPECT_NE(result.exit_code, 0) << arguments;
+    EXPECT_THAT(result.output, HasSubstr("CUDASCOPE_BACKEND='foo' is not a backend; valid: cuda, sim, auto")) << arguments;
+    EXPECT_THAT(result.output, Not(HasSubstr("cudaError"))) << arguments;
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "cudascope run started the program";
+}
+
+// --hold keeps the process and its last steps' memory alive (for a metrics scrape) and ends
+// early, cleanly, on SIGTERM.
+TEST(CliErrorsTest, DemoHoldEndsCleanlyOnSigterm) {
+  const std::string log = temp_path("hold.log");
+  const std::string script = "CUDASCOPE_BACKEND=sim " + std::string(CUDASCOPE_CLI_PATH) +
+                             " demo --iterations 4 --kernel-ms 1 --hold 60 > " + log + " 2>&1 & pid=$!; "
+                             "for i in $(seq 100); do grep -q holding " + log + " && break; sleep 0.1; done; "
+                             "kill -TERM $pid; wait $pid; echo status=$?; cat " + log;
+  const auto start = std::chrono::steady_clock::now();
+  const Result result = cudascope::testing::run_shell(script);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_THAT(result.output, HasSubstr("status=0"));
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("holding [1-9][0-9.]* MiB of the last two steps"));
+  EXPECT_THAT(result.output, HasSubstr("memory summary"));  // it went on to finish normally
+  EXPECT_LT(elapsed, std::chrono::seconds(30));
+}
+
+}  // namespace
