@@ -20,6 +20,14 @@
 namespace cudascope::torch_allocator {
 namespace {
 
+// PyTorch's message starts at "CUDA out of memory."; ours carries the runtime's error code, call
+// and source location before it, which mean nothing to a PyTorch user.
+std::string out_of_memory_message(const cuda::OutOfMemoryError& e) {
+  const std::string what = e.what();
+  const auto at = what.find("CUDA out of memory");
+  return at == std::string::npos ? what : what.substr(at);
+}
+
 // A failure in a hook: raised for PyTorch, kept in last_error for C callers.
 void fail(const std::exception& e) {
   if (torch_present()) throw;
@@ -38,8 +46,8 @@ CUDASCOPE_TORCH_EXPORT void* cudascope_torch_alloc(ssize_t size, int device, voi
     return cuda::caching_allocator_alloc(static_cast<std::size_t>(size), device, stream_of(stream, device));
   } catch (const cuda::OutOfMemoryError& e) {
     // CUDASCOPE_OOM_SNAPSHOT is already written (caching_allocator_alloc does it).
-    if (torch_present()) throw_out_of_memory(e.what());
-    set_last_error(e.what());
+    if (torch_present()) throw_out_of_memory(out_of_memory_message(e));
+    set_last_error(out_of_memory_message(e));
   } catch (const std::exception& e) {
     fail(e);
   }
