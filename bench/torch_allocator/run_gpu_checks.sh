@@ -22,9 +22,11 @@ for conf in "" "expandable_segments:True" "max_split_size_mb:128"; do
 done
 # The default configuration again, cudascope first, for the spread of the wall times.
 for allocator in cudascope pytorch; do step python3 "$here/train_loop.py" --allocator $allocator --steps 200; done
-# History with NVTX phases, the snapshot, and the metrics endpoint scraped mid-run.
-CUDASCOPE_METRICS=127.0.0.1:9464 step python3 "$here/train_loop.py" --allocator cudascope --steps 200 \
-  --snapshot "$out/train_snapshot.pickle.gz" --metrics-out "$out/metrics.txt"
+# The metrics endpoint scraped mid-run; history with NVTX phases and the snapshot of a run.
+CUDASCOPE_METRICS=127.0.0.1:9464 step python3 -X faulthandler "$here/train_loop.py" --allocator cudascope \
+  --steps 200 --metrics-out "$out/metrics.txt"
+step python3 -X faulthandler "$here/train_loop.py" --allocator cudascope --steps 200 \
+  --snapshot "$out/train_snapshot.pickle.gz"
 python3 - "$out/train_snapshot.pickle.gz" >&2 <<'PY' || echo "!! snapshot check failed" >&2
 import collections, gzip, pickle, sys
 snapshot = pickle.load(gzip.open(sys.argv[1]))
