@@ -72,5 +72,22 @@ TEST(ReplayFileTest, BadLinesNameTheFileAndLine) {
               ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("max_split_size_mb")));
 }
 
+TEST(ReplayFileTest, OverlongLineIsAnErrorAfterOneMiB) {
+  std::string text = "{\"conf\": \"\"}\n{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\n";
+  text += std::string((1 << 20) + 10, ' ');
+  std::istringstream in(text);
+  EXPECT_THAT([&] { cuda::memory::replay(in, "seq.jsonl"); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("seq.jsonl:3: a line longer than 1 MiB")));
+  EXPECT_EQ(cuda::detail::alloc::live_allocations(0), 0u);
+}
+
+TEST(ReplayFileTest, LastLineNeedsNoNewlineAndCrlfIsAccepted) {
+  std::istringstream in("{\"conf\": \"\"}\r\n{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\r\n"
+                        "{\"op\": \"alloc\", \"id\": 2, \"size\": 700}");
+  const auto stats = cuda::memory::replay(in, "seq.jsonl");
+  EXPECT_EQ(stats.at("allocation.all.allocated"), 2);
+  EXPECT_EQ(stats.at("allocated_bytes.all.current"), 512 + 1024);
+}
+
 }  // namespace
 }  // namespace cudascope::testing

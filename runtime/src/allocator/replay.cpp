@@ -8,10 +8,11 @@
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/memory.h>
+#include <cudascope/util/byte_source.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 namespace cudascope::cuda::memory {
@@ -96,18 +97,83 @@ class FlatObject {
   std::unordered_map<std::string, std::string> values_;
 };
 
+// A replay line is one flat object of a few fields; anything longer is not a replay file
+// (/dev/zero, a binary file), and stopping here keeps memory bounded whatever the input.
+constexpr std::size_t kMaxLine = 1 << 20;
+
+[[noreturn]] void fail_at(const std::string& where, const std::string& why) {
+  detail::throw_error(error_code::kInvalidValue, "replay", __FILE__, __LINE__, where + ": " + why);
+}
+
+// A std::istream as a util::ByteSource, for replay(std::istream&).
+class StreamSource final : public util::ByteSource {
+ public:
+  explicit StreamSource(std::istream& in) : in_(in) {}
+  size_t read(char* out, size_t n) override {
+    in_.read(out, static_cast<std::streamsize>(n));
+    if (in_.bad()) error_ = "read error";
+    return static_cast<size_t>(in_.gcount());
+  }
+  double progress() const override { return 0.0; }
+
+ private:
+  std::istream& in_;
+};
+
+// The lines of a sequence, each at most kMaxLine bytes, read through a bounded window.
+class LineReader {
+ public:
+  LineReader(util::ByteSource& source, std::string name) : reader_(source), name_(std::move(name)) {}
+  // The next line without its '\n'; false at the end of the input. Throws on a read error
+  // or an over-long line, naming the file and line.
+  bool next(std::string& line) {
+    for (std::size_t scanned = 0;;) {
+      const char* start = reader_.data();
+      const void* newline = std::memchr(start + scanned, '\n', reader_.available() - scanned);
+      if (newline != nullptr) return take(line, static_cast<const char*>(newline) - start, 1);
+      scanned = reader_.available();
+      if (scanned > kMaxLine)
+        fail_at(where(line_number_ + 1), "a line longer than " + std::to_string(kMaxLine >> 20) +
+                                             " MiB; expected JSON lines (a header, then one op per line)");
+      if (!reader_.ensure(scanned + 1)) {
+        if (!reader_.error().empty()) fail_at(where(line_number_ + 1), reader_.error());
+        return scanned > 0 && take(line, scanned, 0);
+      }
+    }
+  }
+  std::size_t line_number() const { return line_number_; }
+  std::string where(std::size_t line) const { return name_ + ":" + std::to_string(line); }
+  const std::string& name() const { return name_; }
+
+ private:
+  bool take(std::string& line, std::size_t length, std::size_t terminator) {
+    line.assign(reader_.data(), length);
+    reader_.consume(length + terminator);
+    ++line_number_;
+    return true;
+  }
+
+  util::ByteReader reader_;
+  std::string name_;
+  std::size_t line_number_ = 0;
+};
+
+FlatObject read_header(LineReader& lines) {
+  std::string line;
+  if (!lines.next(line)) fail_at(lines.name(), "empty file");
+  return FlatObject(line, lines.where(1));
+}
+
 }  // namespace
 
-std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& name) {
-  const int device = current_device();
+namespace {
+
+// The ops after the header, through the caching allocator of `device`.
+std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObject& header, int device) {
+  const std::string& name = lines.name();
   CUDASCOPE_CHECK(detail::alloc::live_allocations(device) == 0, error_code::kInvalidValue, "replay",
                   name + ": device " + std::to_string(device) + " has live allocations; a replay needs a clean allocator");
   std::string line;
-  std::size_t line_number = 1;
-  if (!std::getline(in, line)) {
-    detail::throw_error(error_code::kInvalidValue, "replay", __FILE__, __LINE__, name + ": empty file");
-  }
-  const FlatObject header(line, name + ":1");
   const AllocatorConfig saved = allocator_settings();
   std::unordered_map<std::int64_t, void*> live;
   auto cleanup = [&] {
@@ -129,10 +195,9 @@ std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& 
     reset_peak_memory_stats(device);
     if (header.has("memory_limit")) set_per_process_memory_limit(static_cast<std::size_t>(header.number("memory_limit")), device);
     std::vector<Stream> streams{current_stream(device)};
-    while (std::getline(in, line)) {
-      ++line_number;
+    while (lines.next(line)) {
       if (line.empty()) continue;
-      const FlatObject op(line, name + ":" + std::to_string(line_number));
+      const FlatObject op(line, lines.where(lines.line_number()));
       const std::string& kind = op.text("op");
       if (kind == "alloc") {
         const std::int64_t s = op.has("stream") ? op.number("stream") : 0;
@@ -170,8 +235,23 @@ std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& 
   return result;
 }
 
+}  // namespace
+
+std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& name) {
+  StreamSource source(in);
+  LineReader lines(source, name);
+  const FlatObject header = read_header(lines);
+  return replay_ops(lines, header, current_device());
+}
+
 std::map<std::string, std::int64_t> replay_file(const std::string& path) {
-  std::istringstream in(detail::alloc::read_whole_file(path));
+  // Streamed line by line: memory stays bounded by one line whatever the file holds, and a
+  // file that is not a sequence fails on its first line, before any device is touched.
+  std::string error;
+  auto source = util::open_input(path, UINT64_MAX, error);
+  if (!source) fail_at(path, error);
+  LineReader lines(*source, path);
+  const FlatObject header = read_header(lines);
   const std::string suffix = ".jsonl.gz";
   const std::string sidecar = path.ends_with(suffix)
                                   ? path.substr(0, path.size() - suffix.size()) + ".segments.json.gz"
@@ -189,7 +269,7 @@ std::map<std::string, std::int64_t> replay_file(const std::string& path) {
     detail::alloc::set_recorded_addresses(device, std::move(addresses));
   }
   try {
-    auto stats = replay(in, path);
+    auto stats = replay_ops(lines, header, device);
     detail::alloc::set_recorded_addresses(device, {});
     return stats;
   } catch (...) {

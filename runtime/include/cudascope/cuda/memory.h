@@ -217,8 +217,11 @@ std::string snapshot_to_pickle(const Snapshot& snapshot);
 // {"op":"reset_peak"}. Stream 0 is the current stream, 1.. side streams. Runs on the current
 // device, which must have no live allocations; afterwards frees what is left, restores the
 // configuration and resets the statistics. Returns memory_stats() as it was at the end.
+// Reads line by line in bounded memory: a line over 1 MiB (input that is not a sequence,
+// such as /dev/zero) throws cuda::Error naming the line, as does any malformed line.
 std::map<std::string, std::int64_t> replay(std::istream& ops, const std::string& name = "replay");
-// replay() of a file, gzip-compressed when its name ends in ".gz". On the sim backend, when
+// replay() of a file, gunzipped when it starts with the gzip magic (the gzip trailer is
+// checked). The header line is checked before any device is used. On the sim backend, when
 // NAME.segments.json.gz sits beside NAME.jsonl.gz (the addresses cudaMalloc returned for each
 // segment while recording, in order), best-fit ties between equal-size blocks break by those
 // addresses, as they did on the recording GPU; the real device needs no such help.
