@@ -1,0 +1,130 @@
+#pragma once
+// The viewer's index over a trace (TraceModel): the rows a timeline shows, in the order
+// Perfetto users expect, and per row the events at each nesting depth ("lanes") sorted by
+// start, so drawing a frame, hit-testing a point and summarising a range cost
+// O(pixels x log events) whatever the trace's size.
+//
+// Rows: per process (processes by sort index then pid, as TraceModel::track_order()): a
+// process header, its counters as area rows (device memory), then one row per thread or
+// GPU stream with one lane per nesting depth (NVTX ranges and annotations above what runs
+// inside them; runtime/driver calls, CPU ops, kernels, copies, memsets).
+//
+// Level of detail, Tracy's way: items() returns one item per event at least `min_px`
+// wide, and merges runs of narrower events (closer than `min_px` to each other) into one
+// item that counts them. No event is ever left out: each event overlapping the range is
+// either an item or counted in a merged item.
+//
+// UI-free (no Qt). Build once (any thread); const queries may run concurrently. update()
+// must not run concurrently with queries.
+
+#include <cudascope/analysis/trace_model.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cudascope::analysis {
+
+// What an event is, from its category (Kineto's and ours share names) and phase.
+enum class EventKind : std::uint8_t {
+  kernel,          // cat "kernel"
+  memcpy,          // "gpu_memcpy"
+  memset,          // "gpu_memset"
+  gpu_annotation,  // "gpu_user_annotation": an NVTX/record_function range projected on a stream
+  nvtx,            // "nvtx", "user_annotation": ranges the program marked
+  runtime,         // "cuda_runtime"
+  driver,          // "cuda_driver"
+  cpu_op,          // "cpu_op", "operator"
+  python,          // "python_function"
+  instant,         // "i"/"I" events of other categories
+  other,
+};
+EventKind event_kind(std::string_view cat, char ph);
+// Work a GPU stream is busy with (kernels, copies, memsets).
+inline bool is_gpu_work(EventKind k) { return k == EventKind::kernel || k == EventKind::memcpy || k == EventKind::memset; }
+
+struct TimelineRow {
+  enum class Kind : std::uint8_t { process, slices, counter };
+  Kind kind = Kind::slices;
+  std::uint32_t process = 0;        // index into TraceModel::processes()
+  std::uint32_t track = UINT32_MAX; // slices: index into TraceModel::tracks()
+  std::uint32_t counter = UINT32_MAX, series = 0;  // counter: TraceModel::counters()[counter].series[series]
+  std::string label;
+  std::uint16_t lanes = 1;          // nesting depths shown (slices rows)
+  bool gpu = false;                 // a GPU's process or stream
+};
+
+// One box to draw: an event, or a merged run of events too narrow to draw alone.
+struct TimelineItem {
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::uint32_t event = 0;   // the event (a merged run: its first event)
+  std::uint32_t count = 1;   // events in this item (> 1: a merged run)
+  std::uint32_t first = 0;   // position of the first event in its lane (lane_event())
+  std::uint16_t depth = 0;
+  bool merged() const noexcept { return count > 1; }
+};
+
+class TimelineIndex {
+ public:
+  static TimelineIndex build(const TraceModel& model);
+  // Takes in what the model gained since build()/update() (follow mode): tracks whose new
+  // events all start after their lane's last are appended to, others rebuilt; rows are
+  // recomputed. Cost proportional to the changed tracks, not the trace.
+  void update(const TraceModel& model);
+
+  const std::vector<TimelineRow>& rows() const noexcept { return rows_; }
+  // Time span of all events (ns); begin == end for an empty trace.
+  std::int64_t begin_ns() const noexcept { return begin_ns_; }
+  std::int64_t end_ns() const noexcept { return end_ns_; }
+  std::size_t indexed_events() const noexcept { return indexed_; }
+
+  // Items of slice row `row` overlapping [t0, t1], lane by lane (depth ascending), at a
+  // scale of `ns_per_px`: events at least `min_px` wide are items of their own, narrower
+  // ones merge with neighbours less than `min_px` away. Appends to `out`.
+  void items(std::uint32_t row, std::int64_t t0, std::int64_t t1, double ns_per_px, std::vector<TimelineItem>& out,
+             double min_px = 1.0) const;
+  // Events in lane `depth` of `row`, by start: count, and the event at a position.
+  std::size_t lane_size(std::uint32_t row, std::uint16_t depth) const;
+  std::uint32_t lane_event(std::uint32_t row, std::uint16_t depth, std::size_t position) const;
+  // The event at time t in lane `depth` of `row` (the innermost covering t, else the
+  // nearest within `slack_ns`); nullopt when none.
+  std::optional<std::uint32_t> event_at(std::uint32_t row, std::uint16_t depth, std::int64_t t,
+                                        std::int64_t slack_ns) const;
+  // The slices row showing `event` (UINT32_MAX for events on no track: M, C, flows).
+  std::uint32_t row_of_track(std::uint32_t track) const;
+  // Flows (indices into TraceModel::flows()) bound to `event` at either end.
+  std::vector<std::uint32_t> flows_of(const TraceModel& model, std::uint32_t event) const;
+
+  // Counter rows: per pixel column of [t0, t1] (`columns` of them), the largest value
+  // sampled in the column, or the value carried in from before it; NaN before the first
+  // sample. Also the series' maximum, for the row's scale.
+  void counter_columns(const TraceModel& model, std::uint32_t row, std::int64_t t0, std::int64_t t1, int columns,
+                       std::vector<double>& out) const;
+  double counter_max(const TraceModel& model, std::uint32_t row) const;
+
+  std::size_t memory_bytes() const noexcept;
+
+ private:
+  struct Lane {
+    std::vector<std::int64_t> start, end;  // by start
+    std::vector<std::int64_t> end_max;     // running maximum of end (searchable)
+    std::vector<std::uint32_t> event;
+  };
+  struct TrackLanes {
+    std::vector<Lane> lanes;  // by depth
+    std::size_t consumed = 0; // entries of Track::events taken in
+  };
+  void index_track(const TraceModel& model, std::uint32_t track, bool append);
+  void build_rows(const TraceModel& model);
+  const Lane* lane(std::uint32_t row, std::uint16_t depth) const;
+
+  std::vector<TimelineRow> rows_;
+  std::vector<TrackLanes> tracks_;        // per TraceModel track
+  std::vector<std::uint32_t> track_row_;  // TraceModel track -> row
+  std::int64_t begin_ns_ = 0, end_ns_ = 0;
+  std::size_t indexed_ = 0;
+};
+
+}  // namespace cudascope::analysis
