@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libsimdjson-dev zlib1g-dev
   qt6-base-dev xvfb xauth
   prometheus-cpp-dev prometheus
+  dpkg-dev file
 )
 
 missing=()
