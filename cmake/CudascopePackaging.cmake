@@ -97,7 +97,6 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cudascopeConfig.cmake ${CMAKE_CURRENT_
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME cudascope)
 set(CPACK_PACKAGE_VENDOR cudascope)
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_CONTACT "cudascope developers")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)
@@ -118,12 +117,15 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 
+# Each package's Description: the first line of its component's description is the summary.
+# CPack puts a summary of its own before every description unless it is its default text.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${CMAKE_PROJECT_NAME} built using CMake")
 set(CPACK_DEBIAN_LIBS_PACKAGE_NAME libcudascope${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_LIBS_PACKAGE_SECTION libs)
 set(CPACK_COMPONENT_LIBS_DESCRIPTION "cudascope shared libraries
- The torch.cuda-equivalent runtime with its caching allocator, the profiler, the trace
- exporters and the Prometheus metrics library. CUPTI is loaded from the CUDA toolkit
- at /usr/local/cuda.")
+The torch.cuda-equivalent runtime with its caching allocator, the profiler, the trace
+exporters, the Prometheus metrics library and the caching allocator as PyTorch's
+pluggable allocator. The profiler loads CUPTI from the CUDA toolkit at /usr/local/cuda.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libcudascope-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
@@ -131,21 +133,21 @@ set(CPACK_COMPONENT_DEV_DEPENDS libs)
 # The headers package needs what cudascopeConfig.cmake's find_dependency() lines find.
 string(REPLACE ";" ", " CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${CUDASCOPE_DEV_DEBIAN_DEPENDS}")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "cudascope headers and CMake package
- Headers, the static analysis library and cudascopeConfig.cmake, so projects can
- find_package(cudascope CONFIG) and link cudascope::runtime and the other targets.")
+Headers, the static analysis library and cudascopeConfig.cmake, so projects can
+find_package(cudascope CONFIG) and link cudascope::runtime and the other targets.")
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME cudascope)
 set(CPACK_COMPONENT_CLI_DEPENDS libs)
 set(CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS cudascope-viewer)
 set(CPACK_COMPONENT_CLI_DESCRIPTION "cudascope command-line tools
- The cudascope command (devices, demo, run, stats, replay, snapshot-stats, metrics,
- serve), the injection library that records unmodified CUDA programs, and a Grafana
- dashboard for the exported metrics.")
+The cudascope command (devices, demo, run, stats, replay, snapshot-stats, metrics,
+serve), the injection library that records unmodified CUDA programs, and a Grafana
+dashboard for the exported metrics.")
 
 set(CPACK_DEBIAN_VIEWER_PACKAGE_NAME cudascope-viewer)
 set(CPACK_COMPONENT_VIEWER_DEPENDS libs)
 set(CPACK_COMPONENT_VIEWER_DESCRIPTION "cudascope allocator snapshot and trace viewer
- A Qt 6 desktop viewer for allocator snapshots (cudascope's and PyTorch's pickles)
- and traces.")
+A Qt 6 desktop viewer for allocator snapshots (cudascope's and PyTorch's pickles)
+and traces.")
 
 include(CPack)
