@@ -22,9 +22,13 @@ result = {"allocator_backend": torch.cuda.get_allocator_backend()}
 
 x = torch.ones(4 * MiB // 4, device="cuda")
 side = torch.cuda.Stream()
+# Load the kernels first: a first launch can spend long enough loading its module for a short
+# sleep to end before x is freed.
+torch.cuda._sleep(1000)
+(x * 2).sum().item()
 side.wait_stream(torch.cuda.current_stream())
 with torch.cuda.stream(side):
-    torch.cuda._sleep(50_000_000)  # keeps the side stream busy while x is freed
+    torch.cuda._sleep(2_000_000_000)  # about a second: the side stream still reads x when it is freed
     y = x * 2
 x.record_stream(side)
 address = x.data_ptr()

@@ -3,6 +3,7 @@
 #include "torch_allocator.h"
 
 #include <cudascope/cuda/device.h>
+#include <cudascope/cuda/kernels.h>
 #include <cudascope/cuda/memory.h>
 #include <cudascope/cuda/nvtx.h>
 #include <cudascope/cuda/stream.h>
@@ -12,6 +13,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +137,21 @@ TEST_F(TorchAllocatorTest, RecordStreamAcceptsOurBlocksAndReportsOthers) {
   int local = 0;
   cudascope_torch_record_stream(&local, side.handle());
   EXPECT_THAT(cudascope_torch_last_error(), HasSubstr("foreign pointer"));
+}
+
+TEST_F(TorchAllocatorTest, ARecordedStreamKeepsTheFreedBlockUntilItsWorkIsDone) {
+  cuda::Stream side(0);
+  void* x = cudascope_torch_alloc(4 * kMiB, 0, nullptr);
+  cuda::busy_wait(std::chrono::milliseconds(300), side);  // side still reads x when x is freed
+  cudascope_torch_record_stream(x, side.handle());
+  cudascope_torch_free(x, 4 * kMiB, 0, nullptr);
+  void* z = cudascope_torch_alloc(4 * kMiB, 0, nullptr);
+  EXPECT_NE(z, x) << "x was handed out while the recorded stream was still busy";
+  cudascope_torch_free(z, 4 * kMiB, 0, nullptr);
+  side.synchronize();
+  void* again = cudascope_torch_alloc(4 * kMiB, 0, nullptr);
+  EXPECT_EQ(again, x) << "x's block is reused once the recorded stream's work is done";
+  cudascope_torch_free(again, 4 * kMiB, 0, nullptr);
 }
 
 TEST_F(TorchAllocatorTest, MemoryFractionCapsWhatMayBeReserved) {
