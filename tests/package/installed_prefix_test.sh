@@ -4,7 +4,7 @@
 # library beside the runtime), and a project that links every exported target.
 # Usage: installed_prefix_test.sh BUILD_DIR WORK_DIR VERSION TARGETS GENERATOR (TARGETS: runtime,profiler,...)
 set -uo pipefail
-source "$(dirname "$0")/installed_checks.sh"
+source "$(dirname "$0")/installed_checks.sh" || { echo "FAIL: cannot read installed_checks.sh" >&2; exit 1; }
 build_dir=$1 work=$2 version=$3 targets=$4 generator=$5
 data=$package_test_dir/../data
 
