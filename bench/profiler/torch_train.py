@@ -1,6 +1,8 @@
 """A few training steps of a small transformer, with torch.cuda.nvtx ranges per step and
 phase. Run plain (under `cudascope run`) or with --torch-profiler OUT.json (torch.profiler
-records the same steps). Deterministic shapes, so every step launches the same kernels."""
+records the same steps). Deterministic shapes, so every step launches the same kernels.
+--whole-program makes torch.profiler record the whole script, model set-up included, as
+`cudascope run` does, so the two traces hold the same kernels."""
 import argparse
 import torch
 import torch.nn as nn
@@ -9,7 +11,14 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=5)
 parser.add_argument("--warmup", type=int, default=2)
 parser.add_argument("--torch-profiler", default=None)
+parser.add_argument("--whole-program", action="store_true")
 args = parser.parse_args()
+
+whole = None
+if args.torch_profiler and args.whole_program:
+    from torch.profiler import profile, ProfilerActivity
+    whole = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    whole.start()
 
 torch.manual_seed(0)
 model = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
@@ -42,7 +51,12 @@ def step(i):
 for i in range(args.warmup):
     step(i)
 torch.cuda.synchronize()
-if args.torch_profiler:
+if whole is not None:
+    for i in range(args.warmup, args.warmup + args.steps):
+        step(i)
+    whole.stop()
+    whole.export_chrome_trace(args.torch_profiler)
+elif args.torch_profiler:
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for i in range(args.warmup, args.warmup + args.steps):
