@@ -152,6 +152,12 @@ JsonStatus JsonCursor::string_body(std::string* out, bool decode) {
 JsonStatus JsonCursor::read_number_text(std::string& out) {
   out.clear();
   if (peek_token() < 0) return JsonStatus::end;
+  const std::uint64_t start = offset();
+  const auto fail = [&](const char* why) {  // errors point at the number's first byte
+    const JsonStatus s = this->fail(why);
+    error_offset_ = start;
+    return s;
+  };
   for (;;) {
     const char* start = p_;
     while (p_ < e_) {

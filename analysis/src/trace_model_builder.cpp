@@ -258,22 +258,25 @@ std::uint32_t TraceModelBuilder::next_slice(std::uint32_t track, std::int64_t ts
 
 void TraceModelBuilder::resolve_flows(std::size_t from) {
   const std::size_t first_new_flow = model_.flows_.size();
+  // Pair each "s" with the "f" of the same cat and id, in either file order (Kineto writes
+  // a kernel's "f" before its launch's "s").
   for (std::size_t i = from; i < model_.count_; ++i) {
     const TraceModel::Event& e = at(i);
     if ((e.ph != 's' && e.ph != 'f') || e.id == kNoId) continue;
     const std::pair<std::uint32_t, std::uint64_t> key{e.cat, e.id};
-    if (e.ph == 's') {
-      flow_starts_[key] = static_cast<std::uint32_t>(i);
+    auto& mine = e.ph == 's' ? flow_starts_ : flow_finishes_;
+    auto& other = e.ph == 's' ? flow_finishes_ : flow_starts_;
+    const auto match = other.find(key);
+    if (match == other.end()) {
+      mine[key] = static_cast<std::uint32_t>(i);
       continue;
     }
-    const auto start = flow_starts_.find(key);
-    if (start == flow_starts_.end()) continue;  // an "f" without its "s" draws nothing
     TraceModel::Flow flow;
     flow.id = e.id;
     flow.cat = e.cat;
-    flow.from_event = start->second;
-    flow.to_event = static_cast<std::uint32_t>(i);
-    flow_starts_.erase(start);
+    flow.from_event = e.ph == 's' ? static_cast<std::uint32_t>(i) : match->second;
+    flow.to_event = e.ph == 'f' ? static_cast<std::uint32_t>(i) : match->second;
+    other.erase(match);
     model_.flows_.push_back(flow);
   }
   // Bind new flows, and retry earlier ones whose slices had not arrived yet (a followed file).

@@ -66,11 +66,12 @@ class TraceModelBuilder {
   std::map<std::pair<std::uint64_t, std::int64_t>, std::uint32_t> track_by_key_;
   std::pair<std::uint64_t, std::int64_t> last_pid_key_{UINT64_MAX, 0}, last_tid_key_{UINT64_MAX, 0};
   std::uint32_t last_track_ = 0;
-  // Open B per track, open b per (cat, id), s waiting for its f per (cat, id): kept across
+  // Open B per track, open b per (cat, id), s or f waiting for its pair per (cat, id): kept across
   // index() calls so a followed file's ranges close when their ends arrive.
   std::vector<std::vector<std::uint32_t>> open_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::uint32_t>> open_async_;
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> flow_starts_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint32_t> flow_finishes_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> counter_by_key_;
 };
 

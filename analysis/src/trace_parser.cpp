@@ -226,10 +226,11 @@ JsonStatus TraceParser::time_value(std::int64_t& ns, bool& has, const char* fiel
     if (JsonStatus s = cursor_.read_number_text(number_); s != JsonStatus::ok) return s;
     has = parse_microseconds_as_ns(number_, ns);
     if (!has) problem(std::string("\"") + field + "\" is out of range");
-    return JsonStatus::ok;
+  } else {
+    if (JsonStatus s = cursor_.skip_value(); s != JsonStatus::ok) return s;
+    problem(std::string("\"") + field + "\" is not a number");
   }
-  if (JsonStatus s = cursor_.skip_value(); s != JsonStatus::ok) return s;
-  problem(std::string("\"") + field + "\" is not a number");
+  if (!has) reported_time_ = true;
   return JsonStatus::ok;
 }
 
@@ -244,6 +245,7 @@ JsonStatus TraceParser::event() {
   cursor_.advance();
   EventDraft& d = draft_;
   d = EventDraft{};
+  reported_time_ = false;
   bool has_ph = false;
   bool ph_ok = true;
   c = cursor_.peek_token();
@@ -252,6 +254,12 @@ JsonStatus TraceParser::event() {
     cursor_.advance();
   } else {
     for (;;) {
+      c = cursor_.peek_token();
+      if (c < 0) return JsonStatus::end;
+      if (c != '"') {
+        cursor_.fail("expected a member name in event " + std::to_string(header_.events_seen));
+        return JsonStatus::syntax;
+      }
       if (JsonStatus s = cursor_.read_string(key_); s != JsonStatus::ok) return s;
       if (JsonStatus s = cursor_.expect(':', "':' after a member name"); s != JsonStatus::ok) return s;
       JsonStatus s = JsonStatus::ok;
@@ -336,8 +344,10 @@ JsonStatus TraceParser::event() {
   const std::string ph(1, d.ph);
   if (!d.has_pid) problem("(" + ph + "): no \"pid\"");
   if (!d.has_tid && d.ph != 'M' && d.ph != 'C') problem("(" + ph + "): no \"tid\"");
-  if (!d.has_ts && d.ph != 'M') problem("(" + ph + "): \"ts\" missing or not a number");
-  if (d.ph == 'X' && !d.has_dur) problem("(X): \"dur\" missing or not a number");
+  if (!reported_time_) {
+    if (!d.has_ts && d.ph != 'M') problem("(" + ph + "): \"ts\" missing or not a number");
+    if (d.ph == 'X' && !d.has_dur) problem("(X): \"dur\" missing or not a number");
+  }
   if (d.has_dur && d.dur_ns < 0) {
     problem("negative \"dur\"");
     d.dur_ns = 0;

@@ -77,6 +77,7 @@ class TraceParser {
   TracePhase phase_ = TracePhase::start;
   std::uint64_t resume_offset_ = 0;
   std::uint64_t events_ = 0;  // events read by this parser, good or skipped
+  bool reported_time_ = false;  // this event's "ts" or "dur" already has a problem reported
   std::string error_;
   // Buffers reused across events.
   std::string key_, ph_, name_, cat_, id_text_, args_, number_, pid_text_, tid_text_, scratch_;

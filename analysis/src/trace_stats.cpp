@@ -68,7 +68,8 @@ std::vector<Section> duration_sections(const TraceStats& stats) {
   return {{"nvtx", "NVTX ranges and user annotations", "Range", &stats.ranges},
           {"gpu_annotation", "GPU annotations", "Annotation", &stats.gpu_annotations},
           {"cpu_op", "CPU ops", "Op", &stats.cpu_ops},
-          {"api", "CUDA API calls", "Call", &stats.api_calls}};
+          {"api", "CUDA API calls", "Call", &stats.api_calls},
+          {"slice", "Other slices", "Name", &stats.other_slices}};
 }
 
 std::string format_csv(const TraceStats& stats) {
@@ -127,6 +128,7 @@ std::string format_json(const TraceStats& stats) {
   json_durations(out, "gpu_annotations", stats.gpu_annotations);
   json_durations(out, "cpu_ops", stats.cpu_ops);
   json_durations(out, "api_calls", stats.api_calls);
+  json_durations(out, "other_slices", stats.other_slices);
   out += ",\n\"memory_operations\":[";
   for (std::size_t i = 0; i < stats.copies.size(); ++i) {
     const CopyStat& c = stats.copies[i];
@@ -208,21 +210,24 @@ TraceStats compute_stats(const TraceModel& model) {
   stats.cut_short = model.cut_short;
   stats.format = to_string(model.format);
   stats.notes = model.notes;
-  const StringTable& strings = model.strings();
-  const std::uint32_t kernel = strings.find("kernel");
-  const std::uint32_t memcpy = strings.find("gpu_memcpy");
-  const std::uint32_t memset = strings.find("gpu_memset");
-  const std::uint32_t nvtx = strings.find("nvtx");
-  const std::uint32_t user_annotation = strings.find("user_annotation");
-  const std::uint32_t gpu_annotation = strings.find("gpu_user_annotation");
-  const std::uint32_t cpu_op = strings.find("cpu_op");
-  const std::uint32_t runtime = strings.find("cuda_runtime");
-  const std::uint32_t driver = strings.find("cuda_driver");
-  ByName kernels, ranges, gpu_annotations, cpu_ops, api_calls;
+  // A category the trace never names gets an id no event has (kNoString is a cat-less event's).
+  const auto category = [&](std::string_view name) {
+    const std::uint32_t id = model.strings().find(name);
+    return id == kNoString ? kNoString - 1 : id;
+  };
+  const std::uint32_t kernel = category("kernel");
+  const std::uint32_t memcpy = category("gpu_memcpy");
+  const std::uint32_t memset = category("gpu_memset");
+  const std::uint32_t nvtx = category("nvtx");
+  const std::uint32_t user_annotation = category("user_annotation");
+  const std::uint32_t gpu_annotation = category("gpu_user_annotation");
+  const std::uint32_t cpu_op = category("cpu_op");
+  const std::uint32_t runtime = category("cuda_runtime");
+  const std::uint32_t driver = category("cuda_driver");
+  ByName kernels, ranges, gpu_annotations, cpu_ops, api_calls, other;
   std::map<std::string, CopyStat> copies;
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const TraceModel::Event& e = model.event(i);
-    if (e.cat == kNoString) continue;
     if (e.ph == 'X') {
       if (e.cat == kernel) {
         add(kernels[e.name], e.dur_ns);
@@ -242,9 +247,12 @@ TraceStats compute_stats(const TraceModel& model) {
         add(cpu_ops[e.name], e.dur_ns);
       } else if (e.cat == runtime || e.cat == driver) {
         add(api_calls[e.name], e.dur_ns);
+      } else {
+        add(other[e.name], e.dur_ns);
       }
-    } else if ((e.ph == 'B' || e.ph == 'b') && e.cat == nvtx && e.dur_ns >= 0) {
-      add(ranges[e.name], e.dur_ns);  // closed ranges only: an open one has no duration
+    } else if ((e.ph == 'B' || e.ph == 'b') && e.dur_ns >= 0) {
+      // Closed ranges only: an open one has no duration.
+      add(e.cat == nvtx ? ranges[e.name] : other[e.name], e.dur_ns);
     }
   }
   stats.kernels = sorted(model, kernels);
@@ -252,6 +260,7 @@ TraceStats compute_stats(const TraceModel& model) {
   stats.gpu_annotations = sorted(model, gpu_annotations);
   stats.cpu_ops = sorted(model, cpu_ops);
   stats.api_calls = sorted(model, api_calls);
+  stats.other_slices = sorted(model, other);
   for (auto& [kind, copy] : copies) stats.copies.push_back(copy);
   return stats;
 }
@@ -330,7 +339,9 @@ std::vector<std::string> validate_trace(const TraceModel& model) {
   const bool own = model.format == TraceFormat::cudascope;
   for (const auto& [key, flow] : flows) {
     const std::string id = std::string(model.string(key.first)) + "/" + std::to_string(key.second);
-    if (flow.starts == 0 && !own) continue;  // Kineto's lone "f" per runtime call
+    // Kineto writes an "f" for every runtime call and an "s" for some copies that never get
+    // their "f": Perfetto draws neither; only our own traces promise whole pairs.
+    if ((flow.starts == 0 || flow.finishes == 0) && !own) continue;
     if (flow.starts != 1 || flow.finishes != 1) {
       problems.push_back("flow " + id + ": " + std::to_string(flow.starts) + " \"s\" and " + std::to_string(flow.finishes) +
                          " \"f\" (want one each)");

@@ -5,7 +5,7 @@
 //   - memory operations by kind (HtoD, DtoH, DtoD, ..., Memset): count, bytes, time;
 //   - NVTX ranges and user annotations (Kineto's user_annotation) by name;
 //   - GPU-side annotations (Kineto's gpu_user_annotation), CPU ops (cpu_op) and CUDA API
-//     calls (cuda_runtime, cuda_driver) by name;
+//     calls (cuda_runtime, cuda_driver) by name; slices of other categories by name;
 //   - records dropped while recording (buffer, CUPTI), and whether the trace is complete.
 
 #include <cudascope/analysis/trace_model.h>
@@ -41,6 +41,8 @@ struct TraceStats {
   std::vector<DurationStat> gpu_annotations;  // by total time
   std::vector<DurationStat> cpu_ops;          // by total time
   std::vector<DurationStat> api_calls;        // CUDA runtime and driver calls, by total time
+  // Slices of any other category (a plain Chrome trace's own, Kineto's "overhead"), by name.
+  std::vector<DurationStat> other_slices;
   std::int64_t events = 0;
   std::int64_t dropped_buffer = 0;
   std::int64_t dropped_cupti = 0;
@@ -62,8 +64,8 @@ std::string format_stats(const TraceStats& stats, bool csv);
 // The Chrome trace format's structural rules Perfetto relies on, checked on a trace read
 // back: field types (from reading), at least one event besides metadata, "B"/"E" balanced
 // per (pid, tid) with matching names, "b"/"e" paired by id, each flow's "s" with exactly one
-// "f" and not after it (an "f" without "s" counts only in our own traces: Kineto writes one
-// for every runtime call). A trace cut short may leave ranges open. Returns the
+// "f" and not after it (a lone "s" or "f" counts only in our own traces: Kineto writes an
+// "f" for every runtime call). A trace cut short may leave ranges open. Returns the
 // violations, empty when none.
 std::vector<std::string> validate_trace(const TraceModel& model);
 std::vector<std::string> validate_trace(const Trace& trace);  // of trace.model
