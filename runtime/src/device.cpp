@@ -60,7 +60,7 @@ Backend& lazy_backend() {
     std::call_once(init_once, [&] {
       pthread_atfork(nullptr, nullptr, &mark_bad_fork);
       initialized.store(true, std::memory_order_release);
-      start_tools_from_environment();
+      tools::start_metrics_from_environment();
     });
   }
   return selected;

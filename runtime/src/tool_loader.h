@@ -1,16 +1,53 @@
 #pragma once
-// Tools the runtime starts on request from the environment, loaded from beside the runtime
-// library so a program needs no code change: CUDASCOPE_METRICS=address:port serves this
-// process's allocator statistics and device health for Prometheus.
+// The one place where the runtime loads code by name (dlopen). None of these libraries is
+// linked, so the runtime never depends on prometheus-cpp, CUPTI or the driver at build
+// time; each seam says which library, how it is found, and what a missing one does:
+//
+//   metrics autostart    CUDASCOPE_METRICS=address:port: libcudascope_metrics.so beside the
+//                        runtime, cudascope_metrics_autostart(bind). Missing: a warning on
+//                        stderr, the program runs on unobserved.
+//   injection library    CUDASCOPE_TRACE=path without CUDA_INJECTION64_PATH: points
+//                        CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH at
+//                        CUDASCOPE_INJECT_LIBRARY, else libcudascope_inject.so beside the
+//                        runtime, when the runtime library is loaded. Missing: no trace.
+//   sim attach           the sim backend loads CUDA_INJECTION64_PATH as the driver would and
+//                        calls its cudascope_sim_attach() if it exports one (only cudascope's
+//                        injection library does). Unloadable: a warning on stderr.
+//   pluggable allocator  CUDAPluggableAllocator(path, alloc_fn, free_fn): the library and its
+//                        two symbols; missing: cuda::Error (kInvalidValue) naming path/symbol.
+//   NVML                 libnvidia-ml.so.1 (then libnvidia-ml.so), versioned entry points
+//                        resolved newest first; missing: cuda::Error (kNotSupported).
+//
+// "Beside the runtime" is util::library_beside_runtime(). Libraries opened here stay loaded
+// until the process exits (their code and allocations may outlive any owner).
+// Thread-safety: the functions are safe to call from any thread; each seam's caller
+// ensures it runs once.
 
+#include <initializer_list>
 #include <string>
 
-namespace cudascope::cuda::detail {
+namespace cudascope::cuda::detail::tools {
 
-// The path of `library` in the runtime library's directory or ../lib; empty if absent.
-std::string library_beside_runtime(const std::string& library);
+// dlopen(path_or_soname): RTLD_NOW, RTLD_GLOBAL when `global` (a tool whose symbols others
+// bind to), else RTLD_LOCAL. nullptr with `error` set from dlerror() on failure.
+void* open_library(const std::string& path_or_soname, bool global, std::string& error);
+// The first of `names` that `library` exports (newest version first), nullptr if none.
+void* find_symbol(void* library, std::initializer_list<const char*> names);
 
-// Called once when the runtime initialises.
-void start_tools_from_environment();
+// Metrics autostart; called once when the runtime initialises its devices.
+void start_metrics_from_environment();
+// Sim attach; called by the sim backend while it is being constructed (the hook must not
+// call back into the runtime).
+void attach_sim_injection();
 
-}  // namespace cudascope::cuda::detail
+struct PluggableFunctions {
+  void* alloc_fn;
+  void* free_fn;
+};
+// Pluggable allocator: the two functions of the library at `path`.
+PluggableFunctions open_pluggable_allocator(const std::string& path, const std::string& alloc_fn,
+                                            const std::string& free_fn);
+// NVML: the loaded library handle (symbols then found with find_symbol).
+void* open_nvml();
+
+}  // namespace cudascope::cuda::detail::tools

@@ -4,6 +4,7 @@
 #include <cudascope/util/byte_source.h>
 #include <cudascope/util/input_budget.h>
 #include <cudascope/util/json_escape.h>
+#include <cudascope/util/library_path.h>
 #include <cudascope/util/output_file.h>
 
 #include <gtest/gtest.h>
@@ -293,6 +294,21 @@ TEST(UtilByteFormatTest, HumanBytesForTables) {
   EXPECT_EQ(format_bytes(1024), "1.00 KiB");
   EXPECT_EQ(format_bytes(3ull << 29), "1.50 GiB");
   EXPECT_EQ(format_bytes(5ull << 40), "5.00 TiB");
+}
+
+}  // namespace
+}  // namespace cudascope::util
+
+namespace cudascope::util {
+namespace {
+
+TEST(UtilLibraryPathTest, FindsLibrariesBesideTheRuntimeAndNothingElse) {
+  const std::string dir = runtime_library_directory();
+  ASSERT_FALSE(dir.empty());
+  EXPECT_EQ(dir.back(), '/');
+  // The runtime library itself is beside the runtime library.
+  EXPECT_EQ(library_beside_runtime("libcudascope_runtime.so"), dir + "libcudascope_runtime.so");
+  EXPECT_EQ(library_beside_runtime("libcudascope_no_such_tool.so"), "");
 }
 
 }  // namespace

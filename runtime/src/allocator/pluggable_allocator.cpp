@@ -3,10 +3,9 @@
 #include "raw_allocator.h"
 
 #include "../check.h"
+#include "../tool_loader.h"
 
 #include <cudascope/cuda/memory.h>
-
-#include <dlfcn.h>
 
 #include <mutex>
 #include <unordered_map>
@@ -99,19 +98,10 @@ std::unique_ptr<RawAllocator> make_pluggable_allocator(void* alloc_fn, void* fre
 CUDAPluggableAllocator::CUDAPluggableAllocator(const std::string& path, const std::string& alloc_fn_name,
                                                const std::string& free_fn_name)
     : path_(path) {
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* why = dlerror();
-    detail::throw_error(error_code::kInvalidValue, "CUDAPluggableAllocator", __FILE__, __LINE__,
-                        path + ": cannot load: " + (why ? why : "unknown error"));
-  }
-  alloc_fn_ = dlsym(library, alloc_fn_name.c_str());
-  free_fn_ = dlsym(library, free_fn_name.c_str());
   // The library stays loaded for the life of the process: its allocations may outlive us.
-  if (alloc_fn_ == nullptr || free_fn_ == nullptr) {
-    detail::throw_error(error_code::kInvalidValue, "CUDAPluggableAllocator", __FILE__, __LINE__,
-                        path + ": symbol '" + (alloc_fn_ == nullptr ? alloc_fn_name : free_fn_name) + "' not found");
-  }
+  const auto fns = detail::tools::open_pluggable_allocator(path, alloc_fn_name, free_fn_name);
+  alloc_fn_ = fns.alloc_fn;
+  free_fn_ = fns.free_fn;
 }
 
 }  // namespace cudascope::cuda

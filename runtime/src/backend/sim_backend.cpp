@@ -7,10 +7,10 @@
 
 #include "../check.h"
 #include "../runtime_state.h"
+#include "../tool_loader.h"
 
 #include <cudascope/cuda/instrumentation.h>
 
-#include <dlfcn.h>
 
 #include <unistd.h>
 
@@ -73,28 +73,13 @@ void observed_sync(obs::SyncActivity::Type type, int device, std::int64_t stream
   observer->on_sync({type, device, stream_id, start, obs::host_time_ns(), obs::next_correlation_id()});
 }
 
-// Like the driver, the sim backend loads the tool named by CUDA_INJECTION64_PATH, so
-// `cudascope run` records programs on sim as it does on a GPU. Only cudascope's own
-// injection library knows how to attach to the sim (it exports cudascope_sim_attach);
-// other tools expect a driver and are left alone. Called while the backend is being
-// constructed: the hook must not call back into the runtime.
-void load_sim_injection() {
-  const char* path = std::getenv("CUDA_INJECTION64_PATH");
-  if (path == nullptr || *path == '\0') return;
-  void* library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-  if (library == nullptr) {
-    std::fprintf(stderr, "cudascope: CUDA_INJECTION64_PATH=%s could not be loaded: %s\n", path, dlerror());
-    return;
-  }
-  using AttachFn = int (*)();
-  if (auto attach = reinterpret_cast<AttachFn>(dlsym(library, "cudascope_sim_attach"))) attach();
-}
-
 class SimBackend final : public Backend {
  public:
   SimBackend() : device_count_(read_device_count()), capacity_(read_capacity()) {
     devices_ = std::make_unique<SimDevice[]>(static_cast<std::size_t>(device_count_));
-    load_sim_injection();
+    // Like the driver, the sim backend loads the tool named by CUDA_INJECTION64_PATH, so
+    // `cudascope run` records programs on sim as it does on a GPU (tool_loader.h).
+    tools::attach_sim_injection();
   }
 
   ~SimBackend() override {

@@ -1,8 +1,7 @@
 #include "nvml_library.h"
 
 #include "../check.h"
-
-#include <dlfcn.h>
+#include "../tool_loader.h"
 
 #include <mutex>
 
@@ -52,13 +51,9 @@ namespace {
 
 template <typename Fn>
 bool resolve_first(void* library, Fn& fn, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    if (void* symbol = dlsym(library, name)) {
-      fn = reinterpret_cast<Fn>(symbol);
-      return true;
-    }
-  }
-  return false;
+  void* symbol = tools::find_symbol(library, names);
+  if (symbol != nullptr) fn = reinterpret_cast<Fn>(symbol);
+  return symbol != nullptr;
 }
 
 // Calls an NVML getter of one unsigned figure; empty when the device does not report it.
@@ -77,10 +72,7 @@ NvmlLibrary& NvmlLibrary::instance() {
 }
 
 NvmlLibrary::NvmlLibrary() {
-  void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) library = dlopen("libnvidia-ml.so", RTLD_NOW | RTLD_LOCAL);
-  CUDASCOPE_CHECK(library != nullptr, error_code::kNotSupported, "dlopen(libnvidia-ml.so.1)",
-                  std::string("NVML is not available (it comes with the NVIDIA driver): ") + dlerror());
+  void* library = tools::open_nvml();
   auto* api = new Api();
   const bool found = resolve_first(library, api->init, {"nvmlInit_v2", "nvmlInit"}) &&
                      resolve_first(library, api->error_string, {"nvmlErrorString"}) &&
