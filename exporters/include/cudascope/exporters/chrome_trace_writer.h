@@ -15,8 +15,8 @@
 //
 // Thread-safety: as TraceSink (one writer thread); events_written() from any thread.
 
-#include <cudascope/exporters/trace_output.h>
 #include <cudascope/profiler/trace_sink.h>
+#include <cudascope/util/output_file.h>
 
 #include <atomic>
 #include <map>
@@ -28,9 +28,14 @@
 
 namespace cudascope::exporters {
 
+namespace detail {
+class FlowPairing;
+struct FlowPair;
+}  // namespace detail
+
 class ChromeTraceWriter final : public profiler::TraceSink {
  public:
-  explicit ChromeTraceWriter(std::unique_ptr<TraceOutput> output);
+  explicit ChromeTraceWriter(std::unique_ptr<util::OutputFile> output);
   ~ChromeTraceWriter() override;
 
   void begin(const profiler::TraceInfo& info) override;
@@ -40,32 +45,44 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   std::uint64_t events_written() const noexcept override { return events_.load(std::memory_order_relaxed); }
 
  private:
-  struct HostPoint {
-    std::uint32_t tid;
-    std::uint64_t ts;
-  };
-  struct DevicePoint {
-    int device;
-    std::int64_t stream;
-    std::uint64_t ts;
-  };
-
+  // Event text (chrome_trace_writer.cpp).
   void write_record(const profiler::Record& r, const profiler::Record* next, std::size_t available);
   void begin_event(const char* ph);
   void end_event();
   void common(const char* ph, const std::string& name, const char* cat, std::int64_t pid, std::int64_t tid, std::uint64_t ts_ns);
+  void duration(const profiler::Record& r);
   void device_track(int device, std::int64_t stream);
   void host_thread(std::uint32_t tid);
-  void device_args(const profiler::Record& r);
-  void kernel(const profiler::Record& r);
-  void nvtx(const profiler::Record& r, const profiler::Record* next, std::size_t available);
-  void flow_api(const profiler::Record& r);
-  void flow_device(const profiler::Record& r);
-  void flow_pair(std::uint32_t id, const HostPoint& host, const DevicePoint& device);
   const std::string& demangled(const char* name);
   std::uint32_t tid_of(const profiler::Record& r) const;
 
-  std::unique_ptr<TraceOutput> output_;
+  // One method per record kind. Device side (chrome_trace_device_events.cpp):
+  void device_args(const profiler::Record& r);
+  void kernel(const profiler::Record& r);
+  void memcpy(const profiler::Record& r);
+  void memset(const profiler::Record& r);
+  void sync(const profiler::Record& r);
+  void allocator(const profiler::Record& r);
+  void overhead(const profiler::Record& r);
+  void device_info(const profiler::Record& r);
+  void stream_info(const profiler::Record& r);
+  void flow_device(const profiler::Record& r);
+  // Host side (chrome_trace_host_events.cpp):
+  void api_call(const profiler::Record& r);
+  void nvtx_args(const profiler::Record& r);
+  void nvtx_push(const profiler::Record& r, const profiler::Record* next, std::size_t available);
+  void nvtx_pop(const profiler::Record& r);
+  void nvtx_mark(const profiler::Record& r, const profiler::Record* next, std::size_t available);
+  void nvtx_range_start(const profiler::Record& r, const profiler::Record* next, std::size_t available);
+  void nvtx_range_end(const profiler::Record& r);
+  void external_correlation(const profiler::Record& r);
+  void thread_name(const profiler::Record& r);
+  void dropped(const profiler::Record& r);
+  void flow_api(const profiler::Record& r);
+  // The "s"/"f" events of one flow arrow from a launch to its device activity.
+  void flow_arrow(const detail::FlowPair& pair);
+
+  std::unique_ptr<util::OutputFile> output_;
   std::string buffer_;
   profiler::TraceInfo info_;
   std::int64_t pid_ = 0;
@@ -80,11 +97,9 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   std::map<int, profiler::Record> device_info_;
   std::unordered_map<std::uint32_t, std::vector<std::string>> open_ranges_;  // per thread, for closing at end
   std::unordered_map<std::uint64_t, std::string> open_async_;              // nvtxRangeStart id -> name
-  std::unordered_map<std::uint32_t, HostPoint> pending_api_;               // correlation -> launch call
-  std::unordered_map<std::uint32_t, DevicePoint> pending_device_;          // correlation -> device activity
-  std::unordered_map<std::uint32_t, std::uint64_t> external_ids_;
+  std::unordered_map<std::uint32_t, std::uint64_t> external_ids_;          // correlation -> external id
   std::unordered_map<const char*, std::string> demangled_;
-  bool flows_ = false;
+  std::unique_ptr<detail::FlowPairing> flows_;  // null when the trace has no launch calls to pair
 };
 
 // A ChromeTraceWriter on `path` (gzip when it ends in ".gz").

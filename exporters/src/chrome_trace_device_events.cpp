@@ -1,0 +1,144 @@
+// The trace events of device-side records: kernels, copies, fills, syncs, memory
+// counters, CUPTI overhead, and the device and stream metadata.
+#include <cudascope/exporters/chrome_trace_writer.h>
+
+#include "chrome_trace_common.h"
+#include "flow_pairing.h"
+
+#include <string>
+
+namespace cudascope::exporters {
+using detail::append_int;
+using profiler::Record;
+
+// Opens the args every device activity carries: where it ran and the launch it belongs to.
+void ChromeTraceWriter::device_args(const Record& r) {
+  buffer_ += ",\"args\":{\"device\":";
+  append_int(buffer_, r.device);
+  buffer_ += ",\"stream\":";
+  append_int(buffer_, r.stream);
+  buffer_ += ",\"correlation\":";
+  append_int(buffer_, r.correlation_id);
+}
+
+void ChromeTraceWriter::kernel(const Record& r) {
+  device_track(r.device, r.stream);
+  const auto& k = r.u.kernel;
+  common("X", demangled(k.name), "kernel", r.device, r.stream, r.start_ns);
+  duration(r);
+  device_args(r);
+  if (auto it = external_ids_.find(r.correlation_id); it != external_ids_.end()) {
+    buffer_ += ",\"External id\":";
+    append_int(buffer_, it->second);
+  }
+  buffer_ += ",\"registers per thread\":";
+  append_int(buffer_, k.registers_per_thread);
+  buffer_ += ",\"shared memory\":";
+  append_int(buffer_, k.static_shared_memory + k.dynamic_shared_memory);
+  buffer_ += ",\"grid\":[";
+  append_int(buffer_, k.grid[0]);
+  buffer_ += ',';
+  append_int(buffer_, k.grid[1]);
+  buffer_ += ',';
+  append_int(buffer_, k.grid[2]);
+  buffer_ += "],\"block\":[";
+  append_int(buffer_, k.block[0]);
+  buffer_ += ',';
+  append_int(buffer_, k.block[1]);
+  buffer_ += ',';
+  append_int(buffer_, k.block[2]);
+  buffer_ += "]}";
+  end_event();
+  flow_device(r);
+}
+
+void ChromeTraceWriter::memcpy(const Record& r) {
+  device_track(r.device, r.stream);
+  const auto code = static_cast<profiler::CopyKindCode>(r.detail);
+  common("X", std::string("Memcpy ") + profiler::to_string(code), "gpu_memcpy", r.device, r.stream, r.start_ns);
+  duration(r);
+  device_args(r);
+  buffer_ += ",\"bytes\":";
+  append_int(buffer_, r.u.copy.bytes);
+  buffer_ += ",\"kind\":\"";
+  buffer_ += profiler::to_string(code);
+  buffer_ += "\",\"src device\":";
+  append_int(buffer_, r.u.copy.src_device);
+  buffer_ += ",\"dst device\":";
+  append_int(buffer_, r.u.copy.dst_device);
+  buffer_ += '}';
+  end_event();
+  flow_device(r);
+}
+
+void ChromeTraceWriter::memset(const Record& r) {
+  device_track(r.device, r.stream);
+  common("X", "Memset (Device)", "gpu_memset", r.device, r.stream, r.start_ns);
+  duration(r);
+  device_args(r);
+  buffer_ += ",\"bytes\":";
+  append_int(buffer_, r.u.memset.bytes);
+  buffer_ += ",\"value\":";
+  append_int(buffer_, r.u.memset.value);
+  buffer_ += '}';
+  end_event();
+  flow_device(r);
+}
+
+void ChromeTraceWriter::sync(const Record& r) {
+  // Kineto's placement: on the device, on the stream synchronised (tid 0: the whole device).
+  const std::int64_t track = r.stream >= 0 ? r.stream : 0;
+  device_track(r.device, track);
+  common("X", profiler::to_string(static_cast<profiler::SyncType>(r.detail)), "cuda_sync", r.device, track, r.start_ns);
+  duration(r);
+  device_args(r);
+  buffer_ += '}';
+  end_event();
+}
+
+void ChromeTraceWriter::allocator(const Record& r) {
+  device_track(r.device, -1);
+  const auto action = static_cast<profiler::AllocatorAction>(r.detail);
+  common("C", "Device Memory", nullptr, r.device, 0, r.start_ns);
+  buffer_ += ",\"args\":{\"allocated\":";
+  append_int(buffer_, r.u.allocator.allocated_bytes);
+  buffer_ += ",\"reserved\":";
+  append_int(buffer_, r.u.allocator.reserved_bytes);
+  buffer_ += '}';
+  end_event();
+  if (action == profiler::AllocatorAction::kOom) {
+    common("i", "Out of memory", "cuda_memory", r.device, 0, r.start_ns);
+    buffer_ += ",\"s\":\"p\",\"args\":{\"bytes\":";
+    append_int(buffer_, r.u.allocator.size);
+    buffer_ += '}';
+    end_event();
+  }
+}
+
+void ChromeTraceWriter::overhead(const Record& r) {
+  const bool on_thread = r.thread_id != detail::kDeviceSide;
+  if (on_thread) host_thread(r.thread_id);
+  const std::int64_t pid = on_thread ? pid_ : r.device;
+  if (!on_thread) device_track(r.device, -1);
+  common("X", std::string("CUPTI overhead: ") + (r.u.overhead.name ? r.u.overhead.name : "?"), "overhead", pid,
+         on_thread ? r.thread_id : 0, r.start_ns);
+  duration(r);
+  end_event();
+}
+
+// Kept for the deviceProperties written at the end.
+void ChromeTraceWriter::device_info(const Record& r) {
+  device_info_[r.device] = r;
+  device_track(r.device, -1);
+}
+
+void ChromeTraceWriter::stream_info(const Record& r) {
+  if (r.device >= 0) device_track(r.device, r.stream);
+}
+
+void ChromeTraceWriter::flow_device(const Record& r) {
+  if (!flows_ || r.correlation_id == 0) return;
+  if (auto pair = flows_->on_device(r.correlation_id, {r.device, r.stream, r.start_ns})) flow_arrow(*pair);
+}
+
+}  // namespace cudascope::exporters
