@@ -82,6 +82,27 @@ TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelatio
   EXPECT_EQ(sink.info().source, "sim");
 }
 
+TEST(SessionTest, AllocatorActionsArriveInTheProfilersVocabulary) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  cuda::empty_cache();  // nothing cached: the allocation below needs a new segment
+  Session session(sim_options());
+  session.start();
+  void* block = cuda::caching_allocator_alloc(3 << 20, 0);
+  cuda::caching_allocator_delete(block);
+  cuda::empty_cache();
+  session.stop();
+  MemorySink sink;
+  session.export_to(sink);
+  std::vector<AllocatorAction> actions;
+  for (const Record& r : of_kind(sink.records(), RecordKind::kAllocator)) {
+    actions.push_back(static_cast<AllocatorAction>(r.detail));
+    EXPECT_EQ(r.device, 0);
+  }
+  EXPECT_EQ(actions, (std::vector<AllocatorAction>{AllocatorAction::kSegmentAlloc, AllocatorAction::kAlloc,
+                                                   AllocatorAction::kFree, AllocatorAction::kSegmentFree}))
+      << "segment_alloc, alloc, free, segment_free, as the allocator did them";
+}
+
 TEST(SessionTest, NvtxRangesOfTheRuntimeAreRecordedPerThreadWithTheirText) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
   Session session(sim_options());

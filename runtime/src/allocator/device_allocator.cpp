@@ -66,10 +66,10 @@ void DeviceAllocator::record_entry(Action action, std::uintptr_t addr, std::size
   trace_.insert(TraceRecord{action, addr, size, stream, instrumentation::host_time_ns(), keep ? ctx : nullptr});
 }
 
-void DeviceAllocator::notify_observer(instrumentation::Observer* o, int action, std::int64_t stream,
+void DeviceAllocator::notify_observer(instrumentation::Observer* o, Observed action, std::int64_t stream,
                                       std::uintptr_t addr, std::size_t size) {
   using E = instrumentation::AllocatorEvent;
-  o->on_allocator_event(E{static_cast<E::Action>(action), device_, stream, addr, size, instrumentation::host_time_ns(),
+  o->on_allocator_event(E{action, device_, stream, addr, size, instrumentation::host_time_ns(),
                           stats_.allocated_bytes[kAggregate].current, stats_.reserved_bytes[kAggregate].current});
 }
 
@@ -169,7 +169,7 @@ bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPt
   stats_.num_device_alloc++;
   record(Action::kSegmentAlloc, reinterpret_cast<std::uintptr_t>(ptr), size, p.stream_id, ctx);
   block->context_when_segment_allocated = ctx;
-  notify(2, p.stream_id, reinterpret_cast<std::uintptr_t>(ptr), size);
+  notify(Observed::kSegmentAlloc, p.stream_id, reinterpret_cast<std::uintptr_t>(ptr), size);
   return true;
 }
 
@@ -246,7 +246,7 @@ Block* DeviceAllocator::alloc_found_block(AllocParams& p, std::size_t orig_size,
   ss.active_bytes.increase(bytes);
   ss.requested_bytes.increase(static_cast<std::int64_t>(orig_size));
   if (block->size >= config().max_split_size) stats_.oversize_allocations.increase(1);
-  notify(0, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size);
+  notify(Observed::kAlloc, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size);
   return block;
 }
 
@@ -273,7 +273,7 @@ bool DeviceAllocator::free(void* ptr) {
   } else {
     free_block(block, ctx);
   }
-  notify(1, stream_id, address, size);
+  notify(Observed::kFree, stream_id, address, size);
   return true;
 }
 
@@ -372,7 +372,7 @@ bool DeviceAllocator::owns_allocation(const void* ptr) {
   facts.reserved = static_cast<std::size_t>(stats_.reserved_bytes[kAggregate].current);
   for (const Block* b : small_.blocks) facts.largest_free_block = std::max(facts.largest_free_block, b->size);
   for (const Block* b : large_.blocks) facts.largest_free_block = std::max(facts.largest_free_block, b->size);
-  notify(6, p.stream_id, 0, p.key.size);
+  notify(Observed::kOom, p.stream_id, 0, p.key.size);
   lock.unlock();
   throw OutOfMemoryError("caching_allocator_alloc", __FILE__, __LINE__, oom_message(facts));
 }

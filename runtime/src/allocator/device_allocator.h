@@ -133,10 +133,12 @@ class DeviceAllocator {
     if (record_trace_) [[unlikely]] record_entry(action, addr, size, stream, ctx ? ctx : fallback);
   }
   void record_entry(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx);
-  void notify(int action, std::int64_t stream, std::uintptr_t addr, std::size_t size) {
+  // The observer's vocabulary (instrumentation.h), distinct from the history's Action.
+  using Observed = instrumentation::AllocatorEvent::Action;
+  void notify(Observed action, std::int64_t stream, std::uintptr_t addr, std::size_t size) {
     if (auto* o = instrumentation::observer()) [[unlikely]] notify_observer(o, action, stream, addr, size);
   }
-  void notify_observer(instrumentation::Observer* o, int action, std::int64_t stream, std::uintptr_t addr,
+  void notify_observer(instrumentation::Observer* o, Observed action, std::int64_t stream, std::uintptr_t addr,
                        std::size_t size);
   [[noreturn]] void raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<DeviceLock>& lock);
   std::vector<const Block*> all_blocks() const;

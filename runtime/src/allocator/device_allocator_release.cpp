@@ -83,7 +83,7 @@ void DeviceAllocator::release_block(Block* block, const ContextPtr& ctx) {
   block->stream_stats->segment.decrease(1);
   block->stream_stats->reserved_bytes.decrease(static_cast<std::int64_t>(block->size));
   if (block->size >= config().max_split_size) stats_.oversize_segments.decrease(1);
-  notify(3, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size);
+  notify(Observed::kSegmentFree, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size);
   block->pool->remove(block);
   arena_.recycle(block);
 }
@@ -203,7 +203,7 @@ bool DeviceAllocator::map_block(Block* to_map, std::size_t size, const ContextPt
   stats_.num_device_alloc++;
   record(Action::kSegmentMap, reinterpret_cast<std::uintptr_t>(mapped.ptr), mapped.size, to_map->stream_id, ctx);
   if (!to_map->prev && !to_map->context_when_segment_allocated) to_map->context_when_segment_allocated = ctx;
-  notify(4, to_map->stream_id, reinterpret_cast<std::uintptr_t>(mapped.ptr), mapped.size);
+  notify(Observed::kSegmentMap, to_map->stream_id, reinterpret_cast<std::uintptr_t>(mapped.ptr), mapped.size);
   return true;
 }
 
@@ -270,7 +270,7 @@ void DeviceAllocator::unmap_block(Block* block, const ContextPtr& ctx) {
   stats_.num_device_free++;
   record(Action::kSegmentUnmap, reinterpret_cast<std::uintptr_t>(unmapped.ptr), unmapped.size, block->stream_id,
          ctx, block->context_when_segment_allocated);
-  notify(5, block->stream_id, reinterpret_cast<std::uintptr_t>(unmapped.ptr), unmapped.size);
+  notify(Observed::kSegmentUnmap, block->stream_id, reinterpret_cast<std::uintptr_t>(unmapped.ptr), unmapped.size);
 }
 
 void DeviceAllocator::release_expandable_segment(Block* block) {
