@@ -94,6 +94,7 @@ echo "ok: apt-get installed ${packages[*]}"
 [ "$(command -v cudascope)" = /usr/bin/cudascope ] || fail "cudascope is not /usr/bin/cudascope after installing"
 
 check_cli /usr/bin/cudascope "$version" "$data" "$work/cli"
+[ -z "${depends[cudascope-viewer]+x}" ] || check_viewer /usr/bin/cudascope-viewer
 check_consumer "$package_test_dir/consumer" "$work" "$generator" "$targets" "$data"
 
 purge || fail "purging ${packages[*]} failed: $(tail -10 "$work/purge.log")"

@@ -70,6 +70,15 @@ check_cli() {
   echo "ok: $cli run recorded through the installed injection library: $(echo "$out" | grep '^Trace')"
 }
 
+# check_viewer VIEWER: the installed viewer starts (Qt and the project's libraries load) and
+# answers --help, on the offscreen platform.
+check_viewer() {
+  local viewer=$1 out
+  out=$(clean QT_QPA_PLATFORM=offscreen "$viewer" --help 2>&1) || fail "$viewer --help exited non-zero: $out"
+  echo "$out" | grep -q "^Usage: .*cudascope-viewer" || fail "$viewer --help printed no usage: $out"
+  echo "ok: $viewer starts and prints its usage"
+}
+
 # check_consumer SOURCE_DIR WORK_DIR GENERATOR TARGETS DATA_DIR [PREFIX] (TARGETS: a,b,c): a user's project
 # finds the installed package (in PREFIX, else the system's), links every exported target,
 # builds and runs, all in a clean environment.

@@ -15,5 +15,6 @@ echo "ok: installed into $work/prefix ($(wc -l <"$work/install.log") files)"
 
 check_run_paths "$work/prefix" "$build_dir"
 check_cli "$work/prefix/bin/cudascope" "$version" "$data" "$work/cli"
+[ ! -e "$work/prefix/bin/cudascope-viewer" ] || check_viewer "$work/prefix/bin/cudascope-viewer"
 check_consumer "$package_test_dir/consumer" "$work" "$generator" "$targets" "$data" "$work/prefix"
 exit 0
