@@ -10,6 +10,32 @@ constexpr std::uint64_t kProgressEvery = 1 << 16;
 
 bool is_number_start(int c) { return c == '-' || (c >= '0' && c <= '9'); }
 
+// The event members the model keeps, told apart by length first: this runs for every key.
+enum class Field : std::uint8_t { other, ph, name, cat, bp, scope, pid, tid, ts, dur, id, args };
+
+Field field_of(const std::string& key) {
+  switch (key.size()) {
+    case 1: return key[0] == 's' ? Field::scope : Field::other;
+    case 2:
+      if (key == "ph") return Field::ph;
+      if (key == "ts") return Field::ts;
+      if (key == "id") return Field::id;
+      if (key == "bp") return Field::bp;
+      return Field::other;
+    case 3:
+      if (key == "cat") return Field::cat;
+      if (key == "pid") return Field::pid;
+      if (key == "tid") return Field::tid;
+      if (key == "dur") return Field::dur;
+      return Field::other;
+    case 4:
+      if (key == "name") return Field::name;
+      if (key == "args") return Field::args;
+      return Field::other;
+    default: return Field::other;
+  }
+}
+
 }  // namespace
 
 TraceParser::TraceParser(util::ByteReader& reader, TraceModelBuilder& builder, TraceHeader& header, std::uint64_t base_offset,
@@ -264,24 +290,25 @@ JsonStatus TraceParser::event() {
       if (JsonStatus s = cursor_.expect(':', "':' after a member name"); s != JsonStatus::ok) return s;
       JsonStatus s = JsonStatus::ok;
       const std::string& k = key_;
+      const Field field = field_of(k);
       c = cursor_.peek_token();
       if (c < 0) return JsonStatus::end;
-      if (k == "ph" || k == "name" || k == "cat" || k == "bp" || k == "s") {
-        std::string& out = k == "ph" ? ph_ : k == "name" ? name_ : k == "cat" ? cat_ : scratch_;
+      if (field == Field::ph || field == Field::name || field == Field::cat || field == Field::bp || field == Field::scope) {
+        std::string& out = field == Field::ph ? ph_ : field == Field::name ? name_ : field == Field::cat ? cat_ : scratch_;
         if (c == '"') {
           s = cursor_.read_string(out);
           if (s == JsonStatus::ok) {
-            if (k == "ph") {
+            if (field == Field::ph) {
               has_ph = true;
               ph_ok = ph_.size() == 1;
               d.ph = ph_.empty() ? '?' : ph_[0];
-            } else if (k == "name") {
+            } else if (field == Field::name) {
               d.has_name = true;
               d.name = name_;
-            } else if (k == "cat") {
+            } else if (field == Field::cat) {
               d.has_cat = true;
               d.cat = cat_;
-            } else if (k == "bp") {
+            } else if (field == Field::bp) {
               if (out == "e") d.flags |= TraceModel::kFlagBindEnclosing;
             } else if (out == "g") {
               d.flags |= TraceModel::kFlagGlobalScope;
@@ -291,19 +318,19 @@ JsonStatus TraceParser::event() {
           }
         } else {
           s = cursor_.skip_value();
-          if (k == "ph" || k == "name" || k == "cat") problem("\"" + k + "\" is not a string");
+          if (field == Field::ph || field == Field::name || field == Field::cat) problem("\"" + k + "\" is not a string");
         }
-      } else if (k == "pid") {
+      } else if (field == Field::pid) {
         d.has_pid = true;
         s = id_value(d.pid, pid_text_, "pid");
-      } else if (k == "tid") {
+      } else if (field == Field::tid) {
         d.has_tid = true;
         s = id_value(d.tid, tid_text_, "tid");
-      } else if (k == "ts") {
+      } else if (field == Field::ts) {
         s = time_value(d.ts_ns, d.has_ts, "ts");
-      } else if (k == "dur") {
+      } else if (field == Field::dur) {
         s = time_value(d.dur_ns, d.has_dur, "dur");
-      } else if (k == "id") {
+      } else if (field == Field::id) {
         TraceIdValue id;
         s = id_value(id, id_text_, "id");
         if (s == JsonStatus::ok) {
@@ -312,7 +339,7 @@ JsonStatus TraceParser::event() {
           d.id_text = id.text;
           d.id = static_cast<std::uint64_t>(id.number);
         }
-      } else if (k == "args") {
+      } else if (field == Field::args) {
         args_.clear();
         s = cursor_.capture_value(args_);
         if (s == JsonStatus::ok) {
