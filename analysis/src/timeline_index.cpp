@@ -87,12 +87,12 @@ void TimelineIndex::build_rows(const TraceModel& model) {
   std::vector<std::vector<std::uint32_t>> counters_of(model.processes().size());
   for (std::uint32_t c = 0; c < model.counters().size(); ++c) counters_of[model.counters()[c].process].push_back(c);
   std::vector<bool> shown(model.processes().size(), false);
-  // Processes in the order their first track appears in track_order(), then processes
-  // holding only counters.
+  // Processes in the order their first non-empty track appears in track_order(), then
+  // processes holding only counters.
   std::vector<std::uint32_t> processes;
-  for (std::uint32_t t : order) {
+  for (std::uint32_t t : order) {  // a process whose threads hold no events gets no rows
     const std::uint32_t p = model.tracks()[t].process;
-    if (!shown[p]) shown[p] = true, processes.push_back(p);
+    if (!shown[p] && t < tracks_.size() && tracks_[t].consumed > 0) shown[p] = true, processes.push_back(p);
   }
   for (std::uint32_t p = 0; p < counters_of.size(); ++p)
     if (!shown[p] && !counters_of[p].empty()) shown[p] = true, processes.push_back(p);

@@ -53,7 +53,7 @@ RangeSummary summarize_range(const TraceModel& model, const TimelineIndex& index
         if (e.ts_ns > out.t1 || e.end_ns() < out.t0) continue;
         const EventKind kind = event_kind(model.cat(e), e.ph);
         if (kind == EventKind::kernel) kernels.add(model, e);
-        if (kind == EventKind::nvtx) ranges.add(model, e);
+        if (kind == EventKind::nvtx && e.is_slice()) ranges.add(model, e);  // marks are not ranges
         if (rows[r].gpu && is_gpu_work(kind)) {
           ++stream.events;
           busy.emplace_back(std::max(e.ts_ns, out.t0), std::min(e.end_ns(), out.t1));

@@ -1,4 +1,5 @@
-// cudascope-viewer [FILE] [--compare FILE2]: the desktop viewer for allocator snapshots.
+// cudascope-viewer [FILE...] [--compare FILE2]: the desktop viewer for allocator snapshots
+// and traces (each trace in its own tab; a trace still being written is followed).
 #include "main_window.h"
 
 #include <QApplication>
@@ -9,18 +10,20 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName("cudascope-viewer");
   QCommandLineParser parser;
   parser.setApplicationDescription(
-      "Views CUDA caching-allocator snapshots: PyTorch pickles (protocols 2-5) and cudascope JSON, plain or gzip.");
+      "Views CUDA caching-allocator snapshots (PyTorch pickles, protocols 2-5, and cudascope JSON) and traces "
+      "(cudascope run, torch.profiler/Kineto, any Chrome trace-event file), plain or gzip; the kind is read from the "
+      "content. A plain trace still being written is shown growing.");
   parser.addHelpOption();
-  parser.addPositionalArgument("FILE", "snapshot to open");
-  QCommandLineOption compare("compare", "a second snapshot to compare against FILE", "FILE2");
+  parser.addPositionalArgument("FILE", "snapshots or traces to open (each trace in a tab)", "[FILE...]");
+  QCommandLineOption compare("compare", "a second snapshot to compare against the (snapshot) FILE", "FILE2");
   parser.addOption(compare);
   parser.process(app);
 
   cudascope::gui::MainWindow window;
   window.show();
   const QStringList files = parser.positionalArguments();
+  for (const QString& file : files) window.openFile(file);
   if (!files.isEmpty()) {
-    window.openFile(files.front());
     if (parser.isSet(compare)) {
       const QString other = parser.value(compare);
       QObject::connect(&window, &cudascope::gui::MainWindow::snapshotShown, &window,

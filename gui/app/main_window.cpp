@@ -6,7 +6,11 @@
 #include <cudascope/gui/record_table_model.h>
 #include <cudascope/gui/record_table_page.h>
 #include <cudascope/gui/snapshot_loader.h>
+#include <cudascope/gui/file_kind.h>
 #include <cudascope/gui/timeline_view.h>
+#include <cudascope/gui/trace_loader.h>
+#include <cudascope/gui/trace_page.h>
+#include <cudascope/gui/trace_timeline_view.h>
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -28,9 +32,14 @@ namespace cudascope::gui {
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("cudascope viewer"));
+  qRegisterMetaType<cudascope::gui::TracePage*>();
   loader_ = new SnapshotLoader(this);
   compare_loader_ = new SnapshotLoader(this);
 
+  documents_ = new QTabWidget;
+  documents_->setTabsClosable(true);
+  documents_->setMovable(true);
+  documents_->setDocumentMode(true);
   tabs_ = new QTabWidget;
   active_ = new TimelineView;
   segments_ = new TimelineView;
@@ -70,13 +79,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(trace_table_, tr("Trace"));
   tabs_->addTab(figures_view, tr("Figures"));
   tabs_->addTab(compare_page, tr("Compare"));
-  setCentralWidget(tabs_);
+  snapshot_page_ = new QWidget;
+  auto* snapshot_layout = new QVBoxLayout(snapshot_page_);
+  snapshot_layout->setContentsMargins(0, 0, 0, 0);
+  snapshot_layout->addWidget(tabs_);
+  documents_->addTab(snapshot_page_, tr("Snapshot"));
+  setCentralWidget(documents_);
+  connect(documents_, &QTabWidget::tabCloseRequested, this, [this](int index) {
+    QWidget* page = documents_->widget(index);
+    documents_->removeTab(index);
+    if (page != snapshot_page_) page->deleteLater();
+  });
 
   auto* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&Open..."), QKeySequence::Open, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open snapshot"), {},
-                                                      tr("Snapshots (*.pickle *.pkl *.json *.gz);;All files (*)"));
-    if (!path.isEmpty()) openFile(path);
+    const QStringList paths = QFileDialog::getOpenFileNames(
+        this, tr("Open snapshots or traces"), {},
+        tr("Snapshots and traces (*.pickle *.pkl *.json *.gz);;All files (*)"));
+    for (const QString& path : paths) openFile(path);
   });
   recent_ = file->addMenu(tr("Open &Recent"));
   auto compare_dialog = [this] {
@@ -95,7 +115,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   progress_->setRange(0, 1000);
   progress_->setMaximumWidth(240);
   cancel_ = new QPushButton(tr("Cancel"));
-  status_ = new QLabel(tr("Open a snapshot: File > Open (PyTorch pickle or cudascope JSON, plain or gzip)"));
+  status_ = new QLabel(tr("Open a file: File > Open - an allocator snapshot (PyTorch pickle or cudascope JSON) or a trace "
+                          "(cudascope run, torch.profiler or any Chrome trace), plain or gzip"));
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_);
@@ -103,6 +124,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(cancel_, &QPushButton::clicked, this, [this] {
     loader_->cancel();
     compare_loader_->cancel();
+    for (auto* l : findChildren<TraceLoader*>()) l->cancel();
   });
 
   for (auto* l : {loader_, compare_loader_}) connect(l, &SnapshotLoader::progress, progress_, &QProgressBar::setValue);
@@ -125,6 +147,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       setBusy(false, {});
       last_error_ = message;
       status_->setText(message);
+      emit loadFailed(message);
       if (!cancelled && isVisible() && !qEnvironmentVariableIsSet("CUDASCOPE_VIEWER_NO_DIALOGS"))
         QMessageBox::warning(this, tr("Cannot open snapshot"), message);
     });
@@ -144,9 +167,77 @@ void MainWindow::setBusy(bool busy, const QString& what) {
   }
 }
 
+QList<TracePage*> MainWindow::tracePages() const {
+  QList<TracePage*> pages;
+  for (int i = 0; i < documents_->count(); ++i)
+    if (auto* page = qobject_cast<TracePage*>(documents_->widget(i))) pages << page;
+  return pages;
+}
+
 void MainWindow::openFile(const QString& path) {
+  const FileSniff sniff = sniff_file(path);
+  if (!sniff.error.isEmpty()) {
+    last_error_ = sniff.error;
+    status_->setText(sniff.error);
+    emit loadFailed(sniff.error);
+    if (isVisible() && !qEnvironmentVariableIsSet("CUDASCOPE_VIEWER_NO_DIALOGS"))
+      QMessageBox::warning(this, tr("Cannot open file"), sniff.error);
+    return;
+  }
+  if (sniff.kind == FileKind::trace) return openTrace(path);
+  // A snapshot, or neither: the snapshot loader says precisely what is wrong where.
   setBusy(true, tr("Loading %1...").arg(path));
   loader_->start(path);
+}
+
+void MainWindow::openTrace(const QString& path) {
+  auto* loader = new TraceLoader(this);
+  ++trace_loads_;
+  setBusy(true, tr("Loading trace %1...").arg(path));
+  connect(loader, &TraceLoader::progress, progress_, &QProgressBar::setValue);
+  auto done = [this, loader] {
+    loader->deleteLater();
+    if (--trace_loads_ == 0 && !loader_->busy() && !compare_loader_->busy()) setBusy(false, {});
+  };
+  connect(loader, &TraceLoader::loaded, this, [this, path, done](TraceDocument* doc) {
+    done();
+    auto* page = new TracePage(doc);
+    // An empty snapshot document makes way for the first trace.
+    if (!current_) {
+      const int i = documents_->indexOf(snapshot_page_);
+      if (i >= 0) documents_->removeTab(i);
+    }
+    const int tab = documents_->addTab(page, QFileInfo(path).fileName());
+    documents_->setTabToolTip(tab, path);
+    documents_->setCurrentIndex(tab);
+    setWindowTitle(QFileInfo(path).fileName() + tr(" - cudascope viewer"));
+    status_->setText(tr("%1: %2 events in %3 rows; read in %4 s, indexed in %5 s%6")
+                         .arg(QFileInfo(path).fileName())
+                         .arg(doc->model().event_count())
+                         .arg(doc->index().rows().size())
+                         .arg(doc->loadSeconds(), 0, 'f', 2)
+                         .arg(doc->indexSeconds(), 0, 'f', 2)
+                         .arg(doc->following() ? tr("; following it as it grows") : QString()));
+    rememberRecent(path);
+    page->view()->setFocus();
+    emit traceShown(page);
+  });
+  connect(loader, &TraceLoader::failed, this, [this, done](const QString& message, bool cancelled) {
+    done();
+    last_error_ = message;
+    status_->setText(message);
+    emit loadFailed(message);
+    if (!cancelled && isVisible() && !qEnvironmentVariableIsSet("CUDASCOPE_VIEWER_NO_DIALOGS"))
+      QMessageBox::warning(this, tr("Cannot open trace"), message);
+  });
+  loader->start(path);
+}
+
+void MainWindow::showSnapshotDocument(const QString& title) {
+  int i = documents_->indexOf(snapshot_page_);
+  if (i < 0) i = documents_->insertTab(0, snapshot_page_, title);
+  documents_->setTabText(i, title);
+  documents_->setCurrentIndex(i);
 }
 
 void MainWindow::compareWith(const QString& path) {
@@ -161,6 +252,7 @@ void MainWindow::compareWith(const QString& path) {
 void MainWindow::showSnapshot(std::shared_ptr<const LoadedSnapshot> loaded, const QString& path) {
   current_ = std::move(loaded);
   current_path_ = path;
+  showSnapshotDocument(QFileInfo(path).fileName());
   const auto& f = current_->figures;
   active_->setTimeline(current_, current_->allocations, tr("Active memory (allocated + pending free), device %1").arg(current_->device));
   segments_->setTimeline(current_, current_->segments, tr("Cached segments (reserved), device %1").arg(current_->device));

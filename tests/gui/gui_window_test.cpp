@@ -2,6 +2,11 @@
 // each view, saves screenshots as test artifacts and checks they hold drawn content.
 #include "main_window.h"
 
+#include <cudascope/gui/event_details_model.h>
+#include <cudascope/gui/range_summary_model.h>
+#include <cudascope/gui/trace_page.h>
+#include <cudascope/gui/trace_timeline_view.h>
+
 #include <cudascope/gui/allocator_state_page.h>
 #include <cudascope/gui/allocator_state_view.h>
 #include <cudascope/gui/record_table_model.h>
@@ -85,14 +90,20 @@ QImage screenshot(MainWindow& w, const QString& name) {
   return image;
 }
 
-TEST(GuiWindowTest, ViewsOfTheFixtureAreDrawn) {
-  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+// One application for all tests of the process (Qt allows one at a time).
+void ensure_app() {
+  if (qApp) return;
   qputenv("QT_QPA_PLATFORM", "xcb");
   qputenv("CUDASCOPE_VIEWER_NO_DIALOGS", "1");
-  int argc = 1;
-  char arg0[] = "gui_window_test";
-  char* argv[] = {arg0, nullptr};
-  QApplication app(argc, argv);
+  static int argc = 1;
+  static char arg0[] = "gui_window_test";
+  static char* argv[] = {arg0, nullptr};
+  new QApplication(argc, argv);
+}
+
+TEST(GuiWindowTest, ViewsOfTheFixtureAreDrawn) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
   MainWindow w;
   w.resize(1400, 860);
   w.show();
@@ -191,6 +202,131 @@ TEST(GuiWindowTest, ViewsOfTheFixtureAreDrawn) {
   shot = screenshot(w, "compare");
   EXPECT_EQ(w.tabs()->currentIndex(), w.tabs()->count() - 1);
   EXPECT_FALSE(w.statusText().contains("Loading")) << w.statusText().toStdString();
+}
+
+TEST(GuiWindowTest, TracesOpenInTabsWithKernelsNestingAndFlowsDrawn) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  MainWindow w;
+  w.resize(1500, 900);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  w.openFile(QString::fromStdString(data_path("kineto_train_h100_s3.json.gz")));
+  w.openFile(QString::fromStdString(data_path("trace_golden.json")));
+  for (int i = 0; i < 100 && shown.count() < 2; ++i) shown.wait(300);
+  ASSERT_EQ(shown.count(), 2) << w.lastError().toStdString();
+  const auto pages = w.tracePages();
+  ASSERT_EQ(pages.size(), 2);
+  TracePage* kineto = pages[0]->document()->path().contains("kineto") ? pages[0] : pages[1];
+  TracePage* golden = kineto == pages[0] ? pages[1] : pages[0];
+  EXPECT_EQ(w.documents()->count(), 2) << "the empty snapshot tab makes way for the traces";
+
+  // The Kineto trace, all of it: kernels drawn on the GPU stream's row.
+  w.documents()->setCurrentWidget(kineto);
+  auto* view = kineto->view();
+  QImage shot = screenshot(w, "trace_kineto_overview");
+  const auto& model = kineto->document()->model();
+  size_t kernel_items = 0, kernels_in_items = 0, merged = 0;
+  QRect stream_rows;
+  for (const auto& item : view->paintedItems()) {
+    const auto& e = model.event(item.item.event);
+    if (item.item.merged()) ++merged;
+    if (model.cat(e) == "kernel") {
+      ++kernel_items;
+      kernels_in_items += item.item.count;
+      stream_rows |= item.rect.toAlignedRect();
+    }
+  }
+  EXPECT_GT(kernel_items, 5u);
+  EXPECT_GT(merged, 0u) << "a 387 ms trace in 1200 px merges the microsecond kernels into marked runs";
+  const QRect stream_on_window(view->mapTo(&w, stream_rows.topLeft()), stream_rows.size());
+  EXPECT_GT(content(shot, stream_on_window).colours, 6u);
+
+  // Zoom with W/S and pan with A/D, as in Perfetto.
+  view->setFocus();
+  const qint64 span = view->rangeEnd() - view->rangeBegin();
+  for (int i = 0; i < 3; ++i) QTest::keyClick(view, Qt::Key_W);
+  EXPECT_LT(view->rangeEnd() - view->rangeBegin(), span * 6 / 10);
+  const qint64 before_pan = view->rangeBegin();
+  QTest::keyClick(view, Qt::Key_D);
+  EXPECT_GT(view->rangeBegin(), before_pan);
+  QTest::keyClick(view, Qt::Key_A);
+  QTest::keyClick(view, Qt::Key_S);
+  QTest::keyClick(view, Qt::Key_Home);
+
+  // Search: the next cudaLaunchKernel is selected and its details shown.
+  kineto->searchBox()->setText("cudaLaunchKernel");
+  ASSERT_TRUE(kineto->findNext());
+  const quint32 first = view->selectedEvent();
+  EXPECT_EQ(model.name(model.event(first)).substr(0, 16), "cudaLaunchKernel");
+  ASSERT_TRUE(kineto->findNext());
+  EXPECT_GE(model.event(view->selectedEvent()).ts_ns, model.event(first).ts_ns);
+  EXPECT_FALSE(kineto->details()->value("Correlation").isEmpty());
+  shot = screenshot(w, "trace_kineto_search");
+
+  // A range over everything: the summary counts Python's 102 kernels.
+  view->setSelectedRange(kineto->document()->index().begin_ns(), kineto->document()->index().end_ns());
+  quint64 kernels = 0;
+  auto* summary = kineto->summary();
+  for (int r = 0; r < summary->rowCount(); ++r)
+    if (summary->index(r, RangeSummaryModel::Kind).data().toString() == "kernel")
+      kernels += summary->index(r, RangeSummaryModel::Count).data(Qt::UserRole).toULongLong();
+  EXPECT_EQ(kernels, 102u);
+  view->setSelectedRange(kineto->document()->index().begin_ns() + span / 2, kineto->document()->index().begin_ns() + span * 3 / 4);
+  shot = screenshot(w, "trace_kineto_range");
+
+  // Our golden trace: the NVTX range "step 0" above the launch nested in it, and the
+  // launch's flow arrow to its kernel once the launch is selected.
+  w.documents()->setCurrentWidget(golden);
+  auto* gview = golden->view();
+  QApplication::processEvents();
+  const auto& gm = golden->document()->model();
+  auto find_item = [&](std::string_view name) -> const TraceTimelineView::PaintedItem* {
+    for (const auto& item : gview->paintedItems())
+      if (!item.item.merged() && gm.name(gm.event(item.item.event)) == name) return &item;
+    return nullptr;
+  };
+  gview->update();
+  QApplication::processEvents();
+  const auto* step = find_item("step 0");
+  const auto* launch = find_item("cudaLaunchKernel");
+  const auto* kernel = find_item("add_kernel(float*, float*, int)");
+  ASSERT_TRUE(step && launch && kernel);
+  EXPECT_EQ(step->row, launch->row);
+  EXPECT_EQ(step->item.depth, 0);
+  EXPECT_EQ(launch->item.depth, 1);
+  EXPECT_GT(launch->rect.top(), step->rect.bottom() - 1) << "the nested call is drawn under its range";
+  EXPECT_GE(launch->rect.left(), step->rect.left());
+  EXPECT_LE(launch->rect.right(), step->rect.right());
+  gview->selectEvent(launch->item.event);
+  QApplication::processEvents();
+  shot = screenshot(w, "trace_golden_flow");
+  ASSERT_EQ(gview->paintedFlows().size(), 1u);
+  const auto flow = gview->paintedFlows().front();
+  const auto* kernel_now = find_item("add_kernel(float*, float*, int)");
+  ASSERT_TRUE(kernel_now);
+  EXPECT_NEAR(flow.to.x(), kernel_now->rect.left(), 2.0) << "the arrow ends at the kernel's start";
+  EXPECT_NEAR(flow.to.y(), kernel_now->rect.center().y(), 2.0);
+  // Pixels: the launch drawn in its name's colour, the arrow in the flow colour near its end.
+  const QPoint launch_px = gview->mapTo(&w, launch->rect.center().toPoint() + QPoint(0, 0));
+  const QColor want = QColor(TraceTimelineView::nameColour("cudaLaunchKernel"));
+  const QColor got = shot.pixelColor(launch_px.x(), launch_px.y() - 4);
+  EXPECT_LT(std::abs(got.red() - want.red()) + std::abs(got.green() - want.green()) + std::abs(got.blue() - want.blue()), 30)
+      << got.name().toStdString() << " vs " << want.name().toStdString();
+  size_t flow_pixels = 0;
+  const QPoint to_px = gview->mapTo(&w, flow.to.toPoint());
+  for (int dy = -12; dy <= 12; ++dy)
+    for (int dx = -6; dx <= 6; ++dx) {
+      const QColor c = shot.pixelColor(to_px.x() + dx, to_px.y() + dy);
+      flow_pixels += c.red() > 200 && c.green() > 150 && c.blue() < 120;
+    }
+  EXPECT_GT(flow_pixels, 10u) << "the flow arrow is drawn into the kernel";
+  EXPECT_EQ(golden->details()->value("Correlation"), "7");
+  EXPECT_TRUE(golden->details()->value("Flow to").startsWith("add_kernel")) << golden->details()->value("Flow to").toStdString();
+  gview->selectEvent(kernel_now->item.event);
+  EXPECT_EQ(golden->details()->value("Grid"), "[64, 1, 1]");
+  EXPECT_EQ(golden->details()->value("Block"), "[256, 1, 1]");
 }
 
 }  // namespace

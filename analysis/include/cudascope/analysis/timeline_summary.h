@@ -33,7 +33,7 @@ struct RangeStreamStat {
 struct RangeSummary {
   std::int64_t t0 = 0, t1 = 0;
   std::vector<RangeNameStat> kernels;  // by total time, largest first
-  std::vector<RangeNameStat> ranges;   // NVTX ranges and user annotations (CPU side), by total
+  std::vector<RangeNameStat> ranges;   // NVTX ranges and user annotations (CPU side; not marks), by total
   std::vector<RangeStreamStat> streams;  // GPU streams with work in the range, in row order
 };
 

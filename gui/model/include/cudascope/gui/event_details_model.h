@@ -1,0 +1,45 @@
+#pragma once
+// The details of one selected trace event as (field, value) rows: name, category, row,
+// start and duration, then what a CUDA user looks for first - correlation id, grid, block,
+// bytes, stream, device - then every other arg, and one row per flow arrow (launch <->
+// kernel) whose Qt::UserRole is the event at its other end (to jump there).
+
+#include <cudascope/gui/trace_document.h>
+
+#include <QAbstractTableModel>
+#include <QPointer>
+
+#include <vector>
+
+namespace cudascope::gui {
+
+// "812 ns", "12.35 us", "4.560 ms", "1.234 s".
+QString formatDuration(qint64 ns);
+
+class EventDetailsModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Field, Value, ColumnCount };
+  static constexpr quint32 kNone = UINT32_MAX;
+  using QAbstractTableModel::QAbstractTableModel;
+  // Shows `event` of `document` (kNone or a null document: nothing).
+  void setEvent(TraceDocument* document, quint32 event);
+  quint32 event() const { return event_; }
+  // The value shown for `field` ("" when absent), for tests and tooltips.
+  QString value(const QString& field) const;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  struct Row {
+    QString field, value;
+    quint32 target = kNone;  // flow rows: the event at the other end
+  };
+  std::vector<Row> rows_;
+  quint32 event_ = kNone;
+};
+
+}  // namespace cudascope::gui

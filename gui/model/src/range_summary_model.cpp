@@ -1,0 +1,63 @@
+#include <cudascope/gui/range_summary_model.h>
+
+#include <cudascope/gui/event_details_model.h>
+
+namespace cudascope::gui {
+
+void RangeSummaryModel::setSummary(analysis::RangeSummary summary) {
+  beginResetModel();
+  summary_ = std::move(summary);
+  endResetModel();
+}
+
+int RangeSummaryModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid()) return 0;
+  return int(summary_.streams.size() + summary_.kernels.size() + summary_.ranges.size());
+}
+
+int RangeSummaryModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant RangeSummaryModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  if (role != Qt::DisplayRole && role != Qt::UserRole && role != Qt::ToolTipRole) return {};
+  const bool raw = role == Qt::UserRole;
+  size_t r = size_t(index.row());
+  const int c = index.column();
+  if (r < summary_.streams.size()) {
+    const auto& s = summary_.streams[r];
+    switch (c) {
+      case Kind: return QStringLiteral("stream");
+      case Name: return QString::fromStdString(s.label);
+      case Count: return raw ? QVariant(qulonglong(s.events)) : QVariant(QString::number(s.events));
+      case Total: return raw ? QVariant(qlonglong(s.busy_ns)) : QVariant(formatDuration(s.busy_ns));
+      case Busy: {
+        if (raw) return s.busy_fraction;
+        const double pct = 100.0 * s.busy_fraction;  // small shares keep two significant digits
+        return QString::number(pct, 'f', pct >= 10 ? 1 : pct >= 1 ? 2 : pct >= 0.01 ? 3 : 4) + " %";
+      }
+      default: return {};
+    }
+  }
+  r -= summary_.streams.size();
+  const bool is_kernel = r < summary_.kernels.size();
+  const auto& n = is_kernel ? summary_.kernels[r] : summary_.ranges[r - summary_.kernels.size()];
+  const qint64 mean = n.count ? qint64(n.total_ns / qint64(n.count)) : 0;
+  switch (c) {
+    case Kind: return is_kernel ? QStringLiteral("kernel") : QStringLiteral("range");
+    case Name: return QString::fromStdString(n.name);
+    case Count: return raw ? QVariant(qulonglong(n.count)) : QVariant(QString::number(n.count));
+    case Total: return raw ? QVariant(qlonglong(n.total_ns)) : QVariant(formatDuration(n.total_ns));
+    case Mean: return raw ? QVariant(mean) : QVariant(formatDuration(mean));
+    case Min: return raw ? QVariant(qlonglong(n.min_ns)) : QVariant(formatDuration(n.min_ns));
+    case Max: return raw ? QVariant(qlonglong(n.max_ns)) : QVariant(formatDuration(n.max_ns));
+    default: return {};
+  }
+}
+
+QVariant RangeSummaryModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
+  static const char* names[] = {"Kind", "Name", "Count", "Total / busy", "Mean", "Min", "Max", "Busy"};
+  return section >= 0 && section < ColumnCount ? QVariant(QString(names[section])) : QVariant();
+}
+
+}  // namespace cudascope::gui

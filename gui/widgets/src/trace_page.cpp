@@ -1,0 +1,161 @@
+#include <cudascope/gui/trace_page.h>
+
+#include <cudascope/gui/event_details_model.h>
+#include <cudascope/gui/range_summary_model.h>
+#include <cudascope/gui/trace_timeline_view.h>
+
+#include <QCheckBox>
+#include <QGuiApplication>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QShortcut>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace cudascope::gui {
+
+TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent), doc_(document) {
+  doc_->setParent(this);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  auto* bar = new QHBoxLayout;
+  search_ = new QLineEdit;
+  search_->setPlaceholderText(tr("search names (Enter: next, Shift+Enter: previous)"));
+  search_->setClearButtonEnabled(true);
+  regex_ = new QCheckBox(tr("regex"));
+  auto* prev = new QPushButton(tr("Previous"));
+  auto* next = new QPushButton(tr("Next"));
+  matches_ = new QLabel;
+  status_ = new QLabel;
+  follow_ = new QCheckBox(tr("follow (file still being written)"));
+  follow_->setEnabled(doc_->canFollow());
+  follow_->setChecked(doc_->following());
+  bar->addWidget(search_, 2);
+  bar->addWidget(regex_);
+  bar->addWidget(prev);
+  bar->addWidget(next);
+  bar->addWidget(matches_, 1);
+  bar->addWidget(status_);
+  bar->addWidget(follow_);
+  layout->addLayout(bar);
+
+  auto* split = new QSplitter(Qt::Vertical);
+  view_ = new TraceTimelineView;
+  view_->setDocument(doc_);
+  split->addWidget(view_);
+  panels_ = new QTabWidget;
+  details_ = new EventDetailsModel(this);
+  details_view_ = new QTableView;
+  details_view_->setModel(details_);
+  details_view_->horizontalHeader()->setStretchLastSection(true);
+  details_view_->verticalHeader()->hide();
+  details_view_->verticalHeader()->setDefaultSectionSize(20);
+  summary_ = new RangeSummaryModel(this);
+  auto* sorted = new QSortFilterProxyModel(this);
+  sorted->setSourceModel(summary_);
+  sorted->setSortRole(Qt::UserRole);
+  auto* summary_view = new QTableView;
+  summary_view->setModel(sorted);
+  summary_view->setSortingEnabled(true);
+  summary_view->sortByColumn(-1, Qt::AscendingOrder);
+  summary_view->verticalHeader()->hide();
+  summary_view->verticalHeader()->setDefaultSectionSize(20);
+  summary_view->horizontalHeader()->setSectionResizeMode(RangeSummaryModel::Name, QHeaderView::Stretch);
+  panels_->addTab(details_view_, tr("Details"));
+  panels_->addTab(summary_view, tr("Range summary (Shift+drag)"));
+  split->addWidget(panels_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  split->setSizes({640, 230});
+  layout->addWidget(split, 1);
+
+  connect(view_, &TraceTimelineView::eventSelected, this, [this](quint32 event) {
+    details_->setEvent(doc_, event);
+    details_view_->resizeColumnToContents(0);
+    if (event != TraceTimelineView::kNone) panels_->setCurrentIndex(0);
+  });
+  connect(view_, &TraceTimelineView::rangeSelected, this, [this](qint64 t0, qint64 t1) {
+    summary_->setSummary(analysis::summarize_range(doc_->model(), doc_->index(), t0, t1));
+    panels_->setTabText(1, tr("Range summary: %1").arg(formatDuration(t1 - t0)));
+    panels_->setCurrentIndex(1);
+  });
+  connect(details_view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    const QVariant target = index.siblingAtColumn(0).data(Qt::UserRole);
+    if (target.isValid()) view_->selectEvent(target.toUInt(), true);
+  });
+  connect(search_, &QLineEdit::returnPressed, this, [this] {
+    if (QGuiApplication::keyboardModifiers() & Qt::ShiftModifier) findPrevious();
+    else findNext();
+  });
+  connect(search_, &QLineEdit::textChanged, this, [this] { matches_->clear(); });
+  connect(next, &QPushButton::clicked, this, &TracePage::findNext);
+  connect(prev, &QPushButton::clicked, this, &TracePage::findPrevious);
+  auto* find = new QShortcut(QKeySequence::Find, this);
+  connect(find, &QShortcut::activated, this, [this] {
+    search_->setFocus();
+    search_->selectAll();
+  });
+  connect(follow_, &QCheckBox::toggled, doc_, [this](bool on) { doc_->setFollowing(on, 500); });
+  connect(doc_, &TraceDocument::grew, this, [this] {
+    found_for_.clear();  // the search index is rebuilt on the next search
+    updateStatus();
+  });
+  connect(doc_, &TraceDocument::followError, this, [this](const QString& message) {
+    follow_->setChecked(false);
+    status_->setText(tr("stopped following: %1").arg(message));
+  });
+  updateStatus();
+}
+
+QString TracePage::statusText() const { return status_->text(); }
+
+void TracePage::updateStatus() {
+  const auto& m = doc_->model();
+  QString text = tr("%1 trace, %2 events over %3")
+                     .arg(QString::fromLatin1(analysis::to_string(m.format)))
+                     .arg(m.event_count())
+                     .arg(formatDuration(doc_->index().end_ns() - doc_->index().begin_ns()));
+  if (doc_->following()) text += tr("; following the file as it grows (refreshed twice a second)");
+  for (const auto& note : m.notes) text += "; " + QString::fromStdString(note);
+  status_->setText(text);
+}
+
+void TracePage::runSearch() {
+  if (found_for_ == search_->text() && found_regex_ == regex_->isChecked()) return;
+  found_for_ = search_->text();
+  found_regex_ = regex_->isChecked();
+  found_ = doc_->search().find({search_->text().toStdString(), regex_->isChecked(), false});
+}
+
+bool TracePage::step(bool forward) {
+  runSearch();
+  if (!found_.error.empty()) {
+    matches_->setText(QString::fromStdString(found_.error));
+    return false;
+  }
+  const quint32 at = view_->selectedEvent();
+  const auto& m = doc_->model();
+  const std::int64_t ts = at == TraceTimelineView::kNone ? (forward ? INT64_MIN : INT64_MAX) : m.event(at).ts_ns;
+  const std::uint32_t ev = at == TraceTimelineView::kNone ? (forward ? 0 : UINT32_MAX) : at;
+  auto hit = forward ? doc_->search().next(found_, ts, ev) : doc_->search().previous(found_, ts, ev);
+  if (!hit) {  // wrap around
+    hit = forward ? doc_->search().next(found_, INT64_MIN, 0) : doc_->search().previous(found_, INT64_MAX, UINT32_MAX);
+  }
+  matches_->setText(found_.count == 0 ? tr("no match") : tr("%1 matches in %2 names").arg(found_.count).arg(found_.names.size()));
+  if (!hit) return false;
+  view_->selectEvent(*hit, true);
+  return true;
+}
+
+bool TracePage::findNext() { return step(true); }
+bool TracePage::findPrevious() { return step(false); }
+
+}  // namespace cudascope::gui
