@@ -201,7 +201,9 @@ def dump_snapshot(path):
 def record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize):
     """torch.cuda.memory._record_memory_history for cudascope's allocator; enabled=None stops.
 
-    Each entry keeps the thread's open NVTX ranges (torch.cuda.nvtx.range) as user_metadata.
+    Each entry keeps the thread's open NVTX ranges (torch.cuda.nvtx.range) as user_metadata;
+    the backward pass, which PyTorch runs on its autograd thread, gets the ranges open on the
+    thread that last opened one (the training loop's "backward", say).
     """
     max_entries = min(int(max_entries), 2**64 - 1)
     if _load().cudascope_torch_record_memory_history(_encode(enabled), _encode(context),

@@ -4,6 +4,7 @@
 #include "torch_allocator.h"
 
 #include "last_error.h"
+#include "nvtx_bridge.h"
 #include "torch_errors.h"
 
 #include <cudascope/cuda/memory.h>
@@ -85,6 +86,7 @@ CUDASCOPE_TORCH_EXPORT int cudascope_torch_record_memory_history(const char* ena
   return guarded(-1, [&] {
     cuda::memory::record_memory_history(optional_text(enabled), optional_text(context),
                                         stacks == nullptr ? "all" : stacks, max_entries);
+    torch_allocator::set_borrowing(enabled != nullptr);
     return 0;
   });
 }

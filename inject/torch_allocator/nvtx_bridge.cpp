@@ -4,6 +4,7 @@
 // runtime (cudascope::cuda::nvtx), where the allocator's history reads it for every
 // allocation. The runtime's own NVTX instance is declined: its pushes are already on the
 // stack, and our handler calling back into it would recurse.
+#include "nvtx_bridge.h"
 #include "torch_allocator.h"
 
 #include <cudascope/cuda/nvtx.h>
@@ -13,11 +14,46 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
+
+namespace cudascope::torch_allocator {
+namespace detail {
+
+std::atomic<bool> borrowing{false};
+
+namespace {
+std::mutex last_mutex;
+std::shared_ptr<const std::vector<std::string>> last_ranges;
+}  // namespace
+
+std::shared_ptr<const std::vector<std::string>> ranges_of_last_thread() {
+  std::lock_guard lock(last_mutex);
+  return last_ranges;
+}
+
+// Called after every push and pop through the handlers: this thread's stack becomes the one
+// threads without ranges borrow. A copy per NVTX range event, not per allocation.
+void remember_this_thread() noexcept {
+  try {
+    auto ranges = std::make_shared<const std::vector<std::string>>(cuda::nvtx::range_stack());
+    std::lock_guard lock(last_mutex);
+    last_ranges = std::move(ranges);
+  } catch (...) {
+    // Out of host memory: the previous stack stays.
+  }
+}
+
+}  // namespace detail
+
+void set_borrowing(bool on) noexcept { detail::borrowing.store(on); }
+
+}  // namespace cudascope::torch_allocator
 
 namespace {
 
 namespace nvtx = cudascope::cuda::nvtx;
+using cudascope::torch_allocator::detail::remember_this_thread;
 
 std::string narrow(const wchar_t* text) {
   std::string out;
@@ -41,18 +77,26 @@ std::string message_of(const nvtxEventAttributes_t* a) {
 // NVTX handlers must not throw.
 int push(const char* message) noexcept {
   try {
-    return nvtx::range_push(message == nullptr ? "" : message);
+    const int depth = nvtx::range_push(message == nullptr ? "" : message);
+    remember_this_thread();
+    return depth;
   } catch (...) {
     return -1;
   }
 }
 
+int pop_range() noexcept {
+  const int depth = nvtx::range_pop();
+  remember_this_thread();
+  return depth;
+}
+
 int NVTX_API push_a(const char* message) { return push(message); }
 int NVTX_API push_w(const wchar_t* message) { return push(narrow(message).c_str()); }
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return push(message_of(a).c_str()); }
-int NVTX_API pop() { return nvtx::range_pop(); }
+int NVTX_API pop() { return pop_range(); }
 int NVTX_API domain_push_ex(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return push(message_of(a).c_str()); }
-int NVTX_API domain_pop(nvtxDomainHandle_t) { return nvtx::range_pop(); }
+int NVTX_API domain_pop(nvtxDomainHandle_t) { return pop_range(); }
 // Registered strings are handed back as their text, which message_of reads.
 nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t, const char* text) {
   return reinterpret_cast<nvtxStringHandle_t>(strdup(text == nullptr ? "" : text));

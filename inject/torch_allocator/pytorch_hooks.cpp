@@ -4,6 +4,7 @@
 #include "torch_allocator.h"
 
 #include "last_error.h"
+#include "nvtx_bridge.h"
 #include "stream_cache.h"
 #include "torch_errors.h"
 
@@ -43,7 +44,8 @@ using namespace cudascope::torch_allocator;
 CUDASCOPE_TORCH_EXPORT void* cudascope_torch_alloc(ssize_t size, int device, void* stream) {
   if (size <= 0) return nullptr;
   try {
-    return cuda::caching_allocator_alloc(static_cast<std::size_t>(size), device, stream_of(stream, device));
+    return with_borrowed_ranges(
+        [&] { return cuda::caching_allocator_alloc(static_cast<std::size_t>(size), device, stream_of(stream, device)); });
   } catch (const cuda::OutOfMemoryError& e) {
     // CUDASCOPE_OOM_SNAPSHOT is already written (caching_allocator_alloc does it).
     if (torch_present()) throw_out_of_memory(out_of_memory_message(e));
@@ -56,7 +58,7 @@ CUDASCOPE_TORCH_EXPORT void* cudascope_torch_alloc(ssize_t size, int device, voi
 
 CUDASCOPE_TORCH_EXPORT void cudascope_torch_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) {
   try {
-    cuda::caching_allocator_delete(ptr, device);
+    with_borrowed_ranges([&] { cuda::caching_allocator_delete(ptr, device); });
   } catch (const std::exception& e) {
     // PyTorch frees from destructors: throwing would terminate the process.
     set_last_error(e.what());

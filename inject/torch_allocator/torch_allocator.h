@@ -89,7 +89,9 @@ const char* cudascope_torch_last_error(void);
 
 // NVTX_INJECTION64_PATH entry point: each NVTX instance of the process (PyTorch's
 // torch.cuda.nvtx among them) hands its range push/pop here, and the allocator's history
-// keeps the thread's open ranges with every allocation (user_metadata in the snapshot).
+// keeps the thread's open ranges with every allocation (user_metadata in the snapshot). A
+// thread with none open (PyTorch's autograd thread) borrows those of the thread that last
+// opened or closed one (see nvtx_bridge.h).
 int InitializeInjectionNvtx2(const void* (*get_export_table)(unsigned int));
 
 #ifdef __cplusplus

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -224,6 +225,42 @@ TEST_F(TorchAllocatorTest, NvtxRangesOfAnotherInstanceAnnotateTheHistory) {
   ASSERT_EQ(written, 0) << cudascope_torch_last_error();
   EXPECT_THAT(read_file(path), HasSubstr("train_step;forward"));
   std::filesystem::remove(path);
+}
+
+// PyTorch's backward pass allocates on its autograd thread, which opens no range, while the
+// loop's "backward" range is open on the main thread: those allocations borrow it.
+TEST_F(TorchAllocatorTest, AThreadWithoutRangesBorrowsTheRangesOfTheLastThread) {
+  ASSERT_EQ(cudascope_torch_record_memory_history("all", "all", "python", 1000), 0);
+  nvtxRangePushA("step 3");
+  nvtxRangePushA("backward");
+  void* borrowed = nullptr;
+  void* own = nullptr;
+  std::thread autograd([&] { borrowed = cudascope_torch_alloc(1000, 0, nullptr); });
+  autograd.join();
+  std::thread other([&] {
+    cuda::nvtx::Range range("data loading");  // a thread with a range of its own keeps it
+    own = cudascope_torch_alloc(2000, 0, nullptr);
+  });
+  other.join();
+  nvtxRangePop();
+  nvtxRangePop();
+  const auto path = temp_path("torch_borrow", ".json");
+  const int written = cudascope_torch_dump_snapshot(path.c_str());
+  cudascope_torch_free(borrowed, 1000, 0, nullptr);
+  cudascope_torch_free(own, 2000, 0, nullptr);
+  cudascope_torch_record_memory_history(nullptr, nullptr, "all", 0);
+  ASSERT_EQ(written, 0) << cudascope_torch_last_error();
+  const std::string snapshot = read_file(path);
+  std::filesystem::remove(path);
+  const std::string borrowed_entry = "\"addr\":" + std::to_string(reinterpret_cast<std::uintptr_t>(borrowed)) +
+                                     ",\"size\":1000,";
+  const auto at = snapshot.find(borrowed_entry);
+  ASSERT_NE(at, std::string::npos) << snapshot;
+  EXPECT_THAT(snapshot.substr(at, 200), HasSubstr("\"user_metadata\":\"step 3;backward\""));
+  const std::string own_entry = "\"addr\":" + std::to_string(reinterpret_cast<std::uintptr_t>(own)) + ",\"size\":2000,";
+  const auto own_at = snapshot.find(own_entry);
+  ASSERT_NE(own_at, std::string::npos);
+  EXPECT_THAT(snapshot.substr(own_at, 200), HasSubstr("\"user_metadata\":\"data loading\""));
 }
 
 }  // namespace
