@@ -13,11 +13,13 @@
 // Prometheus endpoint for this process), CUDASCOPE_OOM_SNAPSHOT=path (a snapshot written when
 // an allocation fails), CUDASCOPE_BACKEND (cuda by default; sim for tests without a GPU).
 //
-// Errors: the PyTorch hooks (alloc ... release_pool) are called by PyTorch's C++ and raise
-// C++ exceptions once cudascope_torch_bind_torch succeeded (an out-of-memory then raises
-// c10::OutOfMemoryError, which Python sees as torch.OutOfMemoryError); before that they
-// report failures as the C functions below do. The C functions for other callers (ctypes)
-// never throw: they return an error value and leave the message in cudascope_torch_last_error.
+// Errors: PyTorch's pluggable allocator does not check what alloc returns (NULL would become a
+// tensor without memory), so in a PyTorch process the hooks (alloc ... release_pool) raise C++
+// exceptions: an out-of-memory raises c10::OutOfMemoryError, which Python sees as
+// torch.OutOfMemoryError; other failures std::exceptions (RuntimeError). A PyTorch process is
+// one where cudascope_torch_bind_torch was called or libc10 is found loaded. Elsewhere (C
+// callers, ctypes) the hooks report failures as the C functions below do: they never throw,
+// return an error value and leave the message in cudascope_torch_last_error. free never throws.
 // Thread-safety: every function is thread-safe.
 
 #include <stddef.h>
@@ -33,7 +35,7 @@ extern "C" {
 
 // alloc_fn: `size` bytes on `device` for use on `stream` (a cudaStream_t). Size 0 gives NULL,
 // as PyTorch's allocator does. Out of memory: writes CUDASCOPE_OOM_SNAPSHOT when set, then
-// throws c10::OutOfMemoryError (bound to torch) or returns NULL (not bound).
+// throws c10::OutOfMemoryError (in a PyTorch process) or returns NULL (elsewhere).
 void* cudascope_torch_alloc(ssize_t size, int device, void* stream);
 // free_fn: returns `ptr` to the cache. Never throws (PyTorch frees from destructors): a
 // pointer the allocator does not own is reported on stderr and left alone.
