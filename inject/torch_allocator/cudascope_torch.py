@@ -148,6 +148,11 @@ def enable():
     except ImportError as e:
         raise RuntimeError("cudascope_torch.enable() needs PyTorch (import torch failed: "
                            f"{e})") from e
+    backend = os.environ.get("CUDASCOPE_BACKEND", "cuda")
+    if backend not in ("cuda", "auto"):
+        raise RuntimeError(
+            f"cudascope_torch.enable(): CUDASCOPE_BACKEND={backend} would hand PyTorch's kernels "
+            "memory that is not on the GPU; unset it (or set cuda) for PyTorch jobs")
     if torch.cuda.is_initialized():
         raise RuntimeError(
             "cudascope_torch.enable() came too late: PyTorch has initialised CUDA, and its "

@@ -49,6 +49,7 @@ class EnableTest(unittest.TestCase):
     def setUp(self):
         self.saved_torch = sys.modules.get("torch")
         self.saved_nvtx = os.environ.pop("NVTX_INJECTION64_PATH", None)
+        self.saved_backend = os.environ.get("CUDASCOPE_BACKEND")
         importlib.reload(cudascope_torch)
 
     def tearDown(self):
@@ -57,6 +58,9 @@ class EnableTest(unittest.TestCase):
         else:
             sys.modules["torch"] = self.saved_torch
         os.environ.pop("NVTX_INJECTION64_PATH", None)
+        os.environ.pop("CUDASCOPE_BACKEND", None)
+        if self.saved_backend is not None:
+            os.environ["CUDASCOPE_BACKEND"] = self.saved_backend
         if self.saved_nvtx is not None:
             os.environ["NVTX_INJECTION64_PATH"] = self.saved_nvtx
 
@@ -66,9 +70,17 @@ class EnableTest(unittest.TestCase):
             cudascope_torch.enable()
         self.assertFalse(cudascope_torch.is_enabled())
 
+    def test_on_the_sim_backend_enable_is_refused(self):
+        fake = FakeTorch()
+        sys.modules["torch"] = fake.module
+        with self.assertRaisesRegex(RuntimeError, "CUDASCOPE_BACKEND=sim would hand PyTorch's kernels"):
+            cudascope_torch.enable()
+        self.assertEqual(fake.calls, [])
+
     def test_after_cuda_is_initialised_enable_is_refused(self):
         fake = FakeTorch(initialized=True)
         sys.modules["torch"] = fake.module
+        os.environ["CUDASCOPE_BACKEND"] = "cuda"
         with self.assertRaisesRegex(RuntimeError, "came too late"):
             cudascope_torch.enable()
         self.assertEqual(fake.calls, [])
@@ -76,6 +88,7 @@ class EnableTest(unittest.TestCase):
     def test_enable_registers_every_hook_with_its_entry_point_once(self):
         fake = FakeTorch()
         sys.modules["torch"] = fake.module
+        os.environ["CUDASCOPE_BACKEND"] = "cuda"  # the stand-in never lets the library allocate
         with self.assertWarnsRegex(UserWarning, "OutOfMemoryError not found"):  # no libc10 here
             cudascope_torch.enable()
         cudascope_torch.enable()
