@@ -12,6 +12,8 @@
 #include <cudascope/cuda/event.h>
 #include <cudascope/cuda/telemetry.h>
 
+#include "tensor_kernel.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -90,6 +92,9 @@ class Backend {
   // The runtime's own kernels. spin: occupies `stream` for about `nanoseconds` (tests and
   // demos use it as a kernel of known length).
   virtual void launch_spin(int device, StreamHandle stream, std::uint64_t nanoseconds) = 0;
+  // A tensor kernel (tensor_kernel.h) on `stream`, over memory of `device` (and host memory
+  // the device can address).
+  virtual void launch_tensor_kernel(int device, StreamHandle stream, const TensorKernel& kernel) = 0;
 };
 
 // The process's backend, chosen once from CUDASCOPE_BACKEND (cuda|sim|auto, default cuda).

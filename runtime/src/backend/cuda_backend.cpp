@@ -404,6 +404,12 @@ class CudaBackend final : public Backend {
     return figures;
   }
 
+  void launch_tensor_kernel(int device, StreamHandle stream, const TensorKernel& kernel) override {
+    ScopedDevice on(device);
+    CUDASCOPE_CUDA_CHECK(launch_tensor_kernel_cuda(static_cast<cudaStream_t>(stream), kernel));
+    if (launch_blocking()) CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  }
+
   void launch_spin(int device, StreamHandle stream, std::uint64_t nanoseconds) override {
     ScopedDevice on(device);
     CUDASCOPE_CUDA_CHECK(launch_spin_kernel(static_cast<cudaStream_t>(stream), nanoseconds));

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -187,8 +188,19 @@ class SimBackend final : public Backend {
     synchronize_device(device);  // cudaFree synchronises the device
     memory_of(device, "cudaFree").release(ptr);
   }
-  void* malloc_host_pinned(std::size_t size) override { return std::malloc(size == 0 ? 1 : size); }
-  void free_host_pinned(void* ptr) override { std::free(ptr); }
+  void* malloc_host_pinned(std::size_t size) override {
+    void* ptr = std::malloc(size == 0 ? 1 : size);
+    std::lock_guard lock(pinned_mutex_);
+    pinned_[reinterpret_cast<std::uintptr_t>(ptr)] = size == 0 ? 1 : size;
+    return ptr;
+  }
+  void free_host_pinned(void* ptr) override {
+    {
+      std::lock_guard lock(pinned_mutex_);
+      pinned_.erase(reinterpret_cast<std::uintptr_t>(ptr));
+    }
+    std::free(ptr);
+  }
 
   std::size_t vm_granularity(int device) override {
     check_device(device, "cuMemGetAllocationGranularity");
@@ -307,7 +319,9 @@ class SimBackend final : public Backend {
     } else {
       s.enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
     }
-    if (launch_blocking()) s.synchronize();
+    // As CUDA: a copy from or to pageable host memory returns only once the host side is done
+    // with (here: once the copy has run), so the caller may reuse or free its buffer.
+    if (launch_blocking() || touches_pageable_host(dst, src, bytes, kind)) s.synchronize();
   }
 
   void memset_async(int device, void* dst, int value, std::size_t bytes, StreamHandle stream) override {
@@ -325,6 +339,28 @@ class SimBackend final : public Backend {
       observer->on_api_call({"cudaMemsetAsync", call_start, obs::host_time_ns(), correlation});
     } else {
       s.enqueue([dst, value, bytes] { std::memset(dst, value, bytes); });
+    }
+    if (launch_blocking()) s.synchronize();
+  }
+
+  void launch_tensor_kernel(int device, StreamHandle stream, const TensorKernel& kernel) override {
+    SimStream& s = stream_of(device, stream);
+    if (obs::Observer* observer = obs::observer()) {
+      const std::uint64_t call_start = obs::host_time_ns();
+      const std::uint32_t correlation = obs::next_correlation_id();
+      s.enqueue([kernel, device, id = s.id(), correlation] {
+        const std::uint64_t start = obs::host_time_ns();
+        run_tensor_kernel_on_host(kernel);
+        if (obs::Observer* o = obs::observer()) {
+          const auto grid = static_cast<std::int32_t>(kernel.grid != 0 ? kernel.grid : 1);
+          const std::int32_t block = kernel.grid != 0 ? static_cast<std::int32_t>(kRngBlock) : 1;
+          o->on_kernel({tensor_kernel_name(kernel), device, id, start, obs::host_time_ns(), correlation, {grid, 1, 1},
+                        {block, 1, 1}, 32, 0, 0});
+        }
+      });
+      observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
+    } else {
+      s.enqueue([kernel] { run_tensor_kernel_on_host(kernel); });
     }
     if (launch_blocking()) s.synchronize();
   }
@@ -381,6 +417,18 @@ class SimBackend final : public Backend {
     return *d.memory;
   }
 
+  // True when the host side of a host<->device copy is not pinned memory from this backend.
+  bool touches_pageable_host(const void* dst, const void* src, std::size_t bytes, CopyKind kind) {
+    const void* host = kind == CopyKind::kHostToDevice ? src : kind == CopyKind::kDeviceToHost ? dst : nullptr;
+    if (host == nullptr || bytes == 0) return false;
+    const auto address = reinterpret_cast<std::uintptr_t>(host);
+    std::lock_guard lock(pinned_mutex_);
+    auto it = pinned_.upper_bound(address);
+    if (it == pinned_.begin()) return true;
+    --it;
+    return address + bytes > it->first + it->second;
+  }
+
   SimStream& stream_of(int device, StreamHandle stream) {
     if (stream != nullptr) return *static_cast<SimStream*>(stream);
     check_device(device, "cudaStreamLegacy");
@@ -394,6 +442,8 @@ class SimBackend final : public Backend {
   const std::size_t capacity_;
   std::unique_ptr<SimDevice[]> devices_;
   std::atomic<std::int64_t> next_stream_id_{1};
+  std::mutex pinned_mutex_;
+  std::map<std::uintptr_t, std::size_t> pinned_;  // malloc_host_pinned's blocks
 };
 
 }  // namespace

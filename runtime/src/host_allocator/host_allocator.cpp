@@ -1,0 +1,368 @@
+// The caching host allocator (PyTorch's CachingHostAllocator algorithm): sizes rounded up to a
+// power of two, exact-size reuse from a free list per power, and blocks freed while device
+// work may still read them held back until events recorded at free time complete.
+#include "host_allocator.h"
+
+#include "../check.h"
+#include "../runtime_state.h"
+
+#include <cudascope/cuda/host_memory.h>
+#include <cudascope/cuda/instrumentation.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace cudascope::cuda::detail {
+namespace {
+
+std::size_t round_up_power_of_two(std::size_t size) {
+  std::size_t rounded = 1;
+  while (rounded < size) rounded <<= 1;
+  return rounded;
+}
+
+std::size_t bin_of(std::size_t rounded) { return static_cast<std::size_t>(63 - __builtin_clzll(rounded)); }
+
+void increase(MemoryStat& stat, std::int64_t amount) {
+  stat.current += amount;
+  stat.peak = std::max(stat.peak, stat.current);
+  stat.allocated += amount;
+}
+void decrease(MemoryStat& stat, std::int64_t amount) {
+  stat.current -= amount;
+  stat.freed += amount;
+}
+
+std::int64_t microseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+void DurationStat::add(std::int64_t us) noexcept {
+  total += us;
+  max = std::max(max, us);
+  min = count == 0 ? us : std::min(min, us);
+  ++count;
+}
+
+CachingHostAllocator::CachingHostAllocator(Backend& backend) : backend_(backend) {}
+
+CachingHostAllocator::~CachingHostAllocator() {
+  for (const PendingEvent& pending : pending_) {
+    try {
+      backend_.event_synchronize(pending.device, pending.event);
+      backend_.event_destroy(pending.device, pending.event);
+    } catch (...) {
+    }
+  }
+  for (auto& [device, events] : event_pool_) {
+    for (EventHandle event : events) {
+      try {
+        backend_.event_destroy(device, event);
+      } catch (...) {
+      }
+    }
+  }
+  for (auto& [address, block] : blocks_) {
+    try {
+      backend_.free_host_pinned(block->ptr);
+    } catch (...) {
+    }
+  }
+}
+
+// Host allocator actions reach the observer as allocator events of device -1.
+void CachingHostAllocator::notify(int action, const Block& block) const {
+  instrumentation::Observer* o = instrumentation::observer();
+  if (o == nullptr) return;
+  using E = instrumentation::AllocatorEvent;
+  o->on_allocator_event(E{static_cast<E::Action>(action), -1, 0, reinterpret_cast<std::uintptr_t>(block.ptr),
+                          block.size, instrumentation::host_time_ns(), stats_.allocated_bytes.current,
+                          stats_.reserved_bytes.current});
+}
+
+void* CachingHostAllocator::allocate(std::size_t size) {
+  if (size == 0) return nullptr;
+  const std::size_t rounded = round_up_power_of_two(size);
+  using Action = instrumentation::AllocatorEvent::Action;
+  {
+    std::lock_guard lock(mutex_);
+    process_events_locked();
+    std::vector<Block*>& list = free_lists_[bin_of(rounded)];
+    if (!list.empty()) {
+      Block* block = list.back();
+      list.pop_back();
+      block->allocated = true;
+      increase(stats_.allocation, 1);
+      increase(stats_.allocated_bytes, static_cast<std::int64_t>(block->size));
+      notify(static_cast<int>(Action::kAlloc), *block);
+      return block->ptr;
+    }
+  }
+  // Slow path, outside the lock: cudaHostAlloc takes the driver's global lock and may take
+  // milliseconds for large sizes.
+  const auto start = std::chrono::steady_clock::now();
+  void* ptr = backend_.malloc_host_pinned(rounded);
+  const std::int64_t took = microseconds_since(start);
+  CUDASCOPE_CHECK(ptr != nullptr, error_code::kMemoryAllocation, "cudaHostAlloc",
+                  "could not allocate " + std::to_string(rounded) + " bytes of pinned host memory");
+  auto block = std::make_unique<Block>();
+  block->ptr = ptr;
+  block->size = rounded;
+  block->allocated = true;
+  std::lock_guard lock(mutex_);
+  stats_.host_alloc_time.add(took);
+  ++stats_.num_host_alloc;
+  increase(stats_.segment, 1);
+  increase(stats_.reserved_bytes, static_cast<std::int64_t>(rounded));
+  increase(stats_.allocation, 1);
+  increase(stats_.allocated_bytes, static_cast<std::int64_t>(rounded));
+  notify(static_cast<int>(Action::kSegmentAlloc), *block);
+  notify(static_cast<int>(Action::kAlloc), *block);
+  blocks_.emplace(reinterpret_cast<std::uintptr_t>(ptr), std::move(block));
+  return ptr;
+}
+
+CachingHostAllocator::Block* CachingHostAllocator::block_containing_locked(const void* ptr) const {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  auto it = blocks_.upper_bound(address);
+  if (it == blocks_.begin()) return nullptr;
+  --it;
+  Block* block = it->second.get();
+  return address < it->first + block->size ? block : nullptr;
+}
+
+void CachingHostAllocator::free(void* ptr) {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", ptr);
+  CUDASCOPE_CHECK(it != blocks_.end(), error_code::kInvalidValue, "cudascope::cuda::host::free",
+                  std::string("pointer ") + text + " was not allocated by the caching host allocator");
+  Block& block = *it->second;
+  CUDASCOPE_CHECK(block.allocated, error_code::kInvalidValue, "cudascope::cuda::host::free",
+                  std::string("pointer ") + text + " is already free (double free)");
+  block.allocated = false;
+  decrease(stats_.allocation, 1);
+  decrease(stats_.allocated_bytes, static_cast<std::int64_t>(block.size));
+  notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kFree), block);
+  if (block.streams.empty()) {
+    free_lists_[bin_of(block.size)].push_back(&block);
+    return;
+  }
+  // Device work may still read the block: one event per stream it was used on, and the block
+  // returns to its free list when all have completed (process_events_locked).
+  for (const auto& [device, stream] : block.streams) {
+    EventHandle event = take_event_locked(device);
+    backend_.event_record(device, event, stream);
+    pending_.push_back({device, event, &block});
+    ++block.event_count;
+  }
+  block.streams.clear();
+}
+
+EventHandle CachingHostAllocator::take_event_locked(int device) {
+  std::vector<EventHandle>& pool = event_pool_[device];
+  if (!pool.empty()) {
+    EventHandle event = pool.back();
+    pool.pop_back();
+    return event;
+  }
+  return backend_.event_create(device, EventFlags{});
+}
+
+// Events complete in order per stream but not across streams: like PyTorch, look at every
+// pending event, not only up to the first that is not ready.
+void CachingHostAllocator::process_events_locked() {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!backend_.event_query(it->device, it->event)) {
+      ++it;
+      continue;
+    }
+    event_pool_[it->device].push_back(it->event);
+    Block* block = it->block;
+    it = pending_.erase(it);
+    if (--block->event_count == 0 && !block->allocated) free_lists_[bin_of(block->size)].push_back(block);
+  }
+}
+
+bool CachingHostAllocator::record_stream(void* ptr, int device, StreamHandle stream) {
+  std::lock_guard lock(mutex_);
+  Block* block = block_containing_locked(ptr);
+  if (block == nullptr || !block->allocated) return false;
+  const std::pair<int, StreamHandle> use{device, stream};
+  if (std::find(block->streams.begin(), block->streams.end(), use) == block->streams.end()) {
+    block->streams.push_back(use);
+  }
+  return true;
+}
+
+bool CachingHostAllocator::is_pinned(const void* ptr) const {
+  std::lock_guard lock(mutex_);
+  const Block* block = block_containing_locked(ptr);
+  return block != nullptr && block->allocated;
+}
+
+void CachingHostAllocator::empty_cache() {
+  std::vector<std::unique_ptr<Block>> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    process_events_locked();
+    for (std::vector<Block*>& list : free_lists_) {
+      for (Block* block : list) {
+        auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(block->ptr));
+        doomed.push_back(std::move(it->second));
+        blocks_.erase(it);
+      }
+      list.clear();
+    }
+  }
+  for (std::unique_ptr<Block>& block : doomed) {
+    const auto start = std::chrono::steady_clock::now();
+    backend_.free_host_pinned(block->ptr);
+    const std::int64_t took = microseconds_since(start);
+    std::lock_guard lock(mutex_);
+    stats_.host_free_time.add(took);
+    ++stats_.num_host_free;
+    decrease(stats_.segment, 1);
+    decrease(stats_.reserved_bytes, static_cast<std::int64_t>(block->size));
+    notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kSegmentFree), *block);
+  }
+}
+
+HostStats CachingHostAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void CachingHostAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  for (MemoryStat* s : {&stats_.allocation, &stats_.allocated_bytes, &stats_.segment, &stats_.reserved_bytes}) {
+    s->peak = s->current;
+  }
+}
+
+void CachingHostAllocator::reset_accumulated() {
+  std::lock_guard lock(mutex_);
+  for (MemoryStat* s : {&stats_.allocation, &stats_.allocated_bytes, &stats_.segment, &stats_.reserved_bytes}) {
+    s->allocated = 0;
+    s->freed = 0;
+  }
+  stats_.num_host_alloc = stats_.num_host_free = 0;
+  stats_.host_alloc_time = {};
+  stats_.host_free_time = {};
+}
+
+std::size_t CachingHostAllocator::pending_blocks() const {
+  std::lock_guard lock(mutex_);
+  std::size_t count = 0;
+  for (const auto& [address, block] : blocks_) count += block->event_count > 0 ? 1 : 0;
+  return count;
+}
+
+std::size_t CachingHostAllocator::cached_blocks() const {
+  std::lock_guard lock(mutex_);
+  std::size_t count = 0;
+  for (const std::vector<Block*>& list : free_lists_) count += list.size();
+  return count;
+}
+
+std::string CachingHostAllocator::check_invariants() const {
+  std::lock_guard lock(mutex_);
+  std::int64_t allocated = 0, allocated_bytes = 0, reserved_bytes = 0, listed = 0;
+  std::map<const Block*, int> events;
+  for (const PendingEvent& pending : pending_) ++events[pending.block];
+  for (const auto& [address, block] : blocks_) {
+    if (block->size == 0 || (block->size & (block->size - 1)) != 0) return "a block's size is not a power of two";
+    reserved_bytes += static_cast<std::int64_t>(block->size);
+    if (block->allocated) {
+      ++allocated;
+      allocated_bytes += static_cast<std::int64_t>(block->size);
+    }
+    if (events[block.get()] != block->event_count) return "a block's event count differs from its pending events";
+    if (!block->allocated && block->event_count == 0 && block->streams.empty()) {
+      const std::vector<Block*>& list = free_lists_[bin_of(block->size)];
+      if (std::count(list.begin(), list.end(), block.get()) != 1) return "a free block is not in its free list once";
+    }
+    if (!block->allocated && !block->streams.empty()) return "a free block still lists streams";
+  }
+  for (std::size_t bin = 0; bin < kBins; ++bin) {
+    for (const Block* block : free_lists_[bin]) {
+      ++listed;
+      if (block->allocated || block->event_count != 0) return "a listed block is in use or waiting";
+      if (bin_of(block->size) != bin) return "a block is listed under the wrong size";
+    }
+  }
+  if (stats_.allocation.current != allocated) return "allocation.current differs from a recount";
+  if (stats_.allocated_bytes.current != allocated_bytes) return "allocated_bytes.current differs from a recount";
+  if (stats_.segment.current != static_cast<std::int64_t>(blocks_.size())) return "segment.current differs";
+  if (stats_.reserved_bytes.current != reserved_bytes) return "reserved_bytes.current differs from a recount";
+  if (stats_.num_host_alloc - stats_.num_host_free != static_cast<std::int64_t>(blocks_.size())) {
+    return "num_host_alloc - num_host_free differs from the blocks held";
+  }
+  for (const MemoryStat* s : {&stats_.allocation, &stats_.allocated_bytes, &stats_.segment, &stats_.reserved_bytes}) {
+    if (s->peak < s->current || s->allocated - s->freed != s->current) return "a statistic's peak or totals disagree";
+  }
+  (void)listed;
+  return "";
+}
+
+CachingHostAllocator& process_host_allocator() {
+  // Never destroyed: pinned memory may be freed from static destructors at exit.
+  static CachingHostAllocator* const allocator = new CachingHostAllocator(lazy_backend());
+  return *allocator;
+}
+
+namespace {
+void put(std::map<std::string, std::int64_t>& out, const std::string& name, const MemoryStat& s) {
+  out[name + ".current"] = s.current;
+  out[name + ".peak"] = s.peak;
+  out[name + ".allocated"] = s.allocated;
+  out[name + ".freed"] = s.freed;
+}
+void put(std::map<std::string, std::int64_t>& out, const std::string& name, const DurationStat& s) {
+  out[name + ".total"] = s.total;
+  out[name + ".max"] = s.max;
+  out[name + ".min"] = s.min;
+  out[name + ".count"] = s.count;
+  out[name + ".avg"] = s.count == 0 ? 0 : s.total / s.count;
+}
+}  // namespace
+
+std::map<std::string, std::int64_t> host_stats_map(const HostStats& s) {
+  std::map<std::string, std::int64_t> out;
+  put(out, "allocation", s.allocation);
+  put(out, "allocated_bytes", s.allocated_bytes);
+  put(out, "segment", s.segment);
+  put(out, "reserved_bytes", s.reserved_bytes);
+  out["num_host_alloc"] = s.num_host_alloc;
+  out["num_host_free"] = s.num_host_free;
+  put(out, "host_alloc_time", s.host_alloc_time);
+  put(out, "host_free_time", s.host_free_time);
+  return out;
+}
+
+}  // namespace cudascope::cuda::detail
+
+namespace cudascope::cuda {
+
+std::map<std::string, std::int64_t> host_memory_stats() {
+  return detail::host_stats_map(detail::process_host_allocator().stats());
+}
+void empty_host_cache() { detail::process_host_allocator().empty_cache(); }
+void reset_peak_host_memory_stats() { detail::process_host_allocator().reset_peak(); }
+void reset_accumulated_host_memory_stats() { detail::process_host_allocator().reset_accumulated(); }
+
+namespace host {
+void* allocate(std::size_t size) { return detail::process_host_allocator().allocate(size); }
+void free(void* ptr) { detail::process_host_allocator().free(ptr); }
+bool record_stream(void* ptr, const Stream& stream) {
+  return detail::process_host_allocator().record_stream(ptr, stream.device_index(), stream.handle());
+}
+bool is_pinned(const void* ptr) { return detail::process_host_allocator().is_pinned(ptr); }
+}  // namespace host
+
+}  // namespace cudascope::cuda
