@@ -53,6 +53,52 @@ std::string find_injection_library() {
                            " (set CUDASCOPE_INJECT_LIBRARY to its path)");
 }
 
+// --- Live metrics (--metrics, --metrics-top, --metrics-label-nvtx, --job, --no-trace) ---
+// Passed to the injection library through its environment (inject/live_metrics.h).
+struct LiveMetricsOptions {
+  std::string bind;  // empty: no metrics
+  std::size_t top = 20;
+  bool label_nvtx = false;
+  bool no_trace = false;
+  std::string job;
+};
+LiveMetricsOptions live_metrics;
+
+void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
+  sub->add_option("--metrics", m.bind,
+                  "Serve the program's live metrics for Prometheus at http://ADDRESS:PORT/metrics while it runs "
+                  "(e.g. 127.0.0.1:9401; 0.0.0.0:PORT exposes them)");
+  sub->add_option("--metrics-top", m.top, "Kernel and NVTX range names with series of their own; the rest are 'other'")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  sub->add_flag("--metrics-label-nvtx", m.label_nvtx,
+                "Label kernel metrics with the innermost NVTX range they were launched in (records launch calls)");
+  sub->add_flag("--no-trace", m.no_trace, "Metrics only: write no trace file (needs --metrics)");
+  sub->add_option("--job", m.job, "A job label on every metric series");
+}
+
+// Before any work: --no-trace without --metrics would record into nothing.
+void check_live_metrics_options(const LiveMetricsOptions& m) {
+  if (m.no_trace && m.bind.empty()) throw std::runtime_error("--no-trace needs --metrics ADDRESS:PORT (else nothing is recorded)");
+  if (!m.bind.empty() && m.bind.find(':') == std::string::npos) {
+    throw std::runtime_error("--metrics '" + m.bind + "': expected ADDRESS:PORT, e.g. 127.0.0.1:9401");
+  }
+}
+
+// In the child, before exec.
+void export_live_metrics_environment(const LiveMetricsOptions& m, std::string activities) {
+  if (m.bind.empty()) return;
+  setenv("CUDASCOPE_METRICS", m.bind.c_str(), 1);
+  setenv("CUDASCOPE_METRICS_TOP", std::to_string(m.top).c_str(), 1);
+  if (m.label_nvtx) {
+    setenv("CUDASCOPE_METRICS_LABEL_NVTX", "1", 1);
+    setenv("CUDASCOPE_ACTIVITIES", (activities + ",launch,nvtx").c_str(), 1);  // launches carry the range
+  }
+  if (m.no_trace) setenv("CUDASCOPE_NO_TRACE", "1", 1);
+  if (!m.job.empty()) setenv("CUDASCOPE_JOB", m.job.c_str(), 1);
+}
+// --- end of live metrics ---
+
 volatile sig_atomic_t child_pid = 0;
 void forward_signal(int signal_number) {
   if (child_pid > 0) kill(child_pid, signal_number);
@@ -98,6 +144,7 @@ void check_before_starting(const RunOptions& options) {
 
 int run_traced(const RunOptions& options) {
   check_before_starting(options);
+  check_live_metrics_options(live_metrics);
   const std::string library = find_injection_library();
   const std::string output = std::filesystem::absolute(options.output).string();
 
@@ -116,6 +163,7 @@ int run_traced(const RunOptions& options) {
     if (options.delay > 0) setenv("CUDASCOPE_DELAY", std::to_string(options.delay).c_str(), 1);
     if (options.duration > 0) setenv("CUDASCOPE_DURATION", std::to_string(options.duration).c_str(), 1);
     if (options.cupti_buffer > 0) setenv("CUDASCOPE_CUPTI_BUFFER", std::to_string(options.cupti_buffer).c_str(), 1);
+    export_live_metrics_environment(live_metrics, options.activities);
     std::vector<char*> argv;
     for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
@@ -168,6 +216,7 @@ int run_traced(const RunOptions& options) {
   if (tty) std::fputc('\n', stderr);
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (live_metrics.no_trace) return exit_code;
   if (!std::filesystem::exists(output)) {
     std::fprintf(stderr, "cudascope: no trace written to %s (the program never used CUDA or NVTX)\n", output.c_str());
     return exit_code;
@@ -200,6 +249,7 @@ CUDASCOPE_COMMAND(run, 30) {
       ->check(FiniteRange(0, kWeek, "s"));
   sub->add_option("--cupti-buffer", options.cupti_buffer, "Bytes per CUPTI activity buffer (default 8 MiB)")
       ->check(FiniteRange(4096, 1 << 30, "bytes"));
+  add_live_metrics_options(sub, live_metrics);
   sub->add_option("command", options.command, "The program and its arguments (after --)")->required();
   sub->callback([] { cudascope::cli::set_exit_code(run_traced(options)); });
 }

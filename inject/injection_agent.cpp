@@ -1,4 +1,5 @@
 #include "injection_agent.h"
+#include "live_metrics.h"
 
 #include <cudascope/exporters/chrome_trace_writer.h>
 
@@ -137,8 +138,9 @@ void InjectionAgent::ensure_started() noexcept {
 void InjectionAgent::start_locked() noexcept {
   if (finished_ || session_) return;
   try {
+    auto sink = open_recording_sinks(path_, options_);  // the trace, and live metrics with CUDASCOPE_METRICS
     session_ = std::make_unique<profiler::Session>(options_);
-    session_->start(exporters::open_chrome_trace(path_));
+    session_->start(std::move(sink));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
     session_.reset();

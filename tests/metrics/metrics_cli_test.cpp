@@ -70,7 +70,7 @@ TEST(MetricsCliTest, MetricsWithoutADeviceIsAnError) {
 TEST(MetricsCliTest, ServeListensOnLoopbackByDefault) {
   const Outcome o = cli("serve --help");
   EXPECT_EQ(o.exit_code, 0);
-  EXPECT_THAT(o.output, ::testing::HasSubstr("[127.0.0.1:9400]"));
+  EXPECT_THAT(o.output, ::testing::HasSubstr("--bind TEXT=127.0.0.1:9400"));
 }
 
 TEST(MetricsCliTest, MetricsPrintsTheExposition) {

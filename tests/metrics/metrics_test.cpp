@@ -1,10 +1,12 @@
 // The Prometheus exporter: figures equal the runtime's, the text passes promtool, and a
 // real Prometheus server scrapes it.
 #include "metrics_text.h"
+#include "prometheus_server.h"
 #include "test_support.h"
 
 #include <cudascope/cuda/memory.h>
 #include <cudascope/metrics/metrics.h>
+#include <cudascope/metrics/profile_metrics.h>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -47,35 +50,33 @@ std::string temp_dir() {
   return mkdtemp(pattern);
 }
 
-std::string url_encode(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '_' || c == '-' || c == '.') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
-// The PromQL of every panel of the Grafana dashboard, with its variables matching everything.
-std::vector<std::string> dashboard_queries() {
-  std::ifstream file(CUDASCOPE_DASHBOARD_PATH);
-  const auto dashboard = nlohmann::json::parse(file);
-  std::vector<std::string> queries;
-  for (const auto& panel : dashboard.at("panels")) {
-    for (const auto& target : panel.at("targets")) {
-      std::string expr = target.at("expr").get<std::string>();
-      for (const std::string variable : {"$host", "$device"}) {
-        for (std::size_t at; (at = expr.find(variable)) != std::string::npos;) expr.replace(at, variable.size(), ".*");
-      }
-      queries.push_back(expr);
-    }
-  }
-  return queries;
+// The live metrics of a recording that saw one record of each kind the dashboard shows.
+std::string live_metrics_text() {
+  namespace profiler = cudascope::profiler;
+  metrics::ProfileMetricsOptions options;
+  options.label_nvtx = true;
+  metrics::ProfileMetrics live(options);
+  std::vector<profiler::Record> records;
+  profiler::Record kernel = profiler::make_device_record(profiler::RecordKind::kKernel, 0, 1, 0, 10, 1);
+  kernel.u.kernel.name = "step_kernel";
+  records.push_back(kernel);
+  profiler::Record copy = profiler::make_device_record(profiler::RecordKind::kMemcpy, 0, 1, 0, 10, 2);
+  records.push_back(copy);
+  records.push_back(profiler::make_device_record(profiler::RecordKind::kMemset, 0, 1, 0, 10, 3));
+  profiler::Record sync = profiler::make_record(profiler::RecordKind::kSync);
+  records.push_back(sync);
+  profiler::Record push = profiler::make_record(profiler::RecordKind::kNvtxPush);
+  push.thread_id = 1;
+  records.push_back(push);
+  profiler::Record pop = profiler::make_record(profiler::RecordKind::kNvtxPop);
+  pop.thread_id = 1;
+  records.push_back(pop);
+  profiler::Record held = profiler::make_record(profiler::RecordKind::kAllocator);
+  held.device = 0;
+  records.push_back(held);
+  live.consume(records.data(), records.size());
+  live.flushed();
+  return live.render();
 }
 
 int run_command(const std::string& command) {
@@ -264,8 +265,8 @@ TEST(PrometheusIntegrationTest, ServerScrapesAllocatorFigures) {
   }
   // Every query of the Grafana dashboard is valid PromQL that finds series.
   std::vector<std::string> failed_queries;
-  for (const std::string& query : dashboard_queries()) {
-    const auto body = cudascope::testing::http_get(prometheus_port, "/api/v1/query?query=" + url_encode(query));
+  for (const std::string& query : cudascope::testing::dashboard_queries(CUDASCOPE_DASHBOARD_PATH)) {
+    const auto body = cudascope::testing::http_get(prometheus_port, "/api/v1/query?query=" + cudascope::testing::url_encode(query));
     const auto reply = body ? nlohmann::json::parse(*body, nullptr, false) : nlohmann::json();
     if (reply.is_discarded() || reply.value("status", "") != "success") failed_queries.push_back(query);
   }
@@ -281,9 +282,10 @@ TEST(GrafanaDashboardTest, EveryMetricItQueriesIsExported) {
   held.add(1 << 20);
   std::set<std::string> exported;
   for (const auto& sample : parse_exposition(metrics::render_metrics())) exported.insert(sample.name);
+  for (const auto& sample : parse_exposition(live_metrics_text())) exported.insert(sample.name);
   const std::regex metric_name("cudascope_[a-z_]+");
   std::size_t checked = 0;
-  for (const std::string& query : dashboard_queries()) {
+  for (const std::string& query : cudascope::testing::dashboard_queries(CUDASCOPE_DASHBOARD_PATH)) {
     for (std::sregex_iterator it(query.begin(), query.end(), metric_name), end; it != end; ++it) {
       EXPECT_TRUE(exported.count(it->str())) << it->str() << " in " << query;
       ++checked;
@@ -307,6 +309,15 @@ TEST(MetricsAutostartTest, EnvironmentVariableServesAnUnmodifiedProgram) {
   program.join();
   ASSERT_TRUE(body.has_value()) << "nothing served on port " << port;
   const auto samples = parse_exposition(*body);
-  EXPECT_EQ(find_sample(samples, "cudascope_device_info", {{"device", "1"}, {"backend", "sim"}}), 1.0);
-  EXPECT_TRUE(find_sample(samples, "cudascope_memory_reserved_bytes", {{"device", "0"}, {"pool", "all"}}).has_value());
+  // Its own figures only: device 0, which the demo uses, with its pid; not device 1, and
+  // no device health (which `cudascope serve` exports once for every process).
+  EXPECT_EQ(find_sample(samples, "cudascope_device_info", {{"device", "0"}, {"backend", "sim"}}), 1.0);
+  EXPECT_FALSE(find_sample(samples, "cudascope_device_info", {{"device", "1"}}).has_value());
+  const auto reserved = std::find_if(samples.begin(), samples.end(), [](const auto& s) {
+    return s.name == "cudascope_memory_reserved_bytes" && s.labels.at("device") == "0";
+  });
+  ASSERT_NE(reserved, samples.end());
+  EXPECT_FALSE(reserved->labels.at("pid").empty());
+  EXPECT_NE(reserved->labels.at("pid"), std::to_string(getpid()));
+  for (const auto& sample : samples) EXPECT_EQ(sample.name.rfind("cudascope_gpu_", 0), std::string::npos) << sample.name;
 }

@@ -101,6 +101,7 @@ const char* reason(int status) {
     case 200: return "OK";
     case 400: return "Bad Request";
     case 403: return "Forbidden";
+    case 409: return "Conflict";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -141,6 +142,7 @@ struct HttpServer::Impl {
   int port = 0;
   HttpServerLimits limits;
   std::map<std::string, HttpHandler> routes;
+  HttpFallback fallback;
   std::list<Connection> connections;
   std::thread thread;
 
@@ -258,10 +260,13 @@ struct HttpServer::Impl {
     const bool head = request.method == "HEAD";
     if (request.method != "GET" && !head) return respond(c, error_response(405, "only GET and HEAD"), false);
     const auto route = routes.find(request.path);
-    if (route == routes.end()) return respond(c, error_response(404, "no such path; metrics are at /metrics"), head);
-    HttpResponse response;
+    HttpResponse response = error_response(404, "no such path; metrics are at /metrics");
     try {
-      response = route->second(request);
+      if (route != routes.end()) {
+        response = route->second(request);
+      } else if (fallback) {
+        if (auto answer = fallback(request)) response = std::move(*answer);
+      }
     } catch (const std::exception& e) {
       response = error_response(500, e.what());
     }
@@ -288,8 +293,10 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(const std::string& bind, std::map<std::string, HttpHandler> routes, HttpServerLimits limits)
+HttpServer::HttpServer(const std::string& bind, std::map<std::string, HttpHandler> routes, HttpServerLimits limits,
+                       HttpFallback fallback)
     : impl_(std::make_unique<Impl>()) {
+  impl_->fallback = std::move(fallback);
   impl_->listener = listen_on(bind);
   impl_->limits = limits;
   impl_->routes = std::move(routes);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace cudascope::metrics::detail {
@@ -37,6 +38,8 @@ struct HttpResponse {
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// Asked for paths `routes` does not hold; nullopt: 404.
+using HttpFallback = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
 
 struct HttpServerLimits {
   std::chrono::milliseconds request_timeout{5000};
@@ -48,7 +51,8 @@ class HttpServer {
   // Listens on `bind` ("address:port", "[v6]:port" or "host:port"; port 0 picks a free one).
   // Throws std::invalid_argument for a malformed address and std::runtime_error when it
   // cannot listen; both messages name `bind`.
-  HttpServer(const std::string& bind, std::map<std::string, HttpHandler> routes, HttpServerLimits limits = {});
+  HttpServer(const std::string& bind, std::map<std::string, HttpHandler> routes, HttpServerLimits limits = {},
+             HttpFallback fallback = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -6,7 +6,9 @@
 #include <prometheus/text_serializer.h>
 
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace cudascope::metrics {
@@ -20,7 +22,8 @@ std::string render_metrics(const MetricsOptions& options) {
 struct MetricsServer::Impl {
   std::mutex mutex;
   std::vector<std::function<std::string()>> sources;
-  std::unique_ptr<detail::HttpServer> http;
+  std::map<std::string, Handler> handlers;
+  std::unique_ptr<detail::HttpServer> http;  // last: its thread stops before the rest is destroyed
 
   explicit Impl(const std::string& bind) {
     std::map<std::string, detail::HttpHandler> routes;
@@ -34,8 +37,23 @@ struct MetricsServer::Impl {
     routes["/"] = [](const detail::HttpRequest&) {
       return detail::HttpResponse{200, "text/plain; charset=utf-8", "cudascope metrics: see /metrics\n"};
     };
-    http = std::make_unique<detail::HttpServer>(bind, std::move(routes));
+    http = std::make_unique<detail::HttpServer>(bind, std::move(routes), detail::HttpServerLimits{},
+                                                [this](const detail::HttpRequest& request) { return extra(request); });
   }
+
+  // Paths added by add_handler after the server started.
+  std::optional<detail::HttpResponse> extra(const detail::HttpRequest& request) {
+    Handler handler;
+    {
+      std::lock_guard lock(mutex);
+      const auto found = handlers.find(request.path);
+      if (found == handlers.end()) return std::nullopt;
+      handler = found->second;
+    }
+    auto [status, body] = handler(request.query, request.from_loopback);
+    return detail::HttpResponse{status, "text/plain; charset=utf-8", std::move(body)};
+  }
+
 };
 
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -56,6 +74,11 @@ MetricsServer::~MetricsServer() = default;
 void MetricsServer::add_source(std::function<std::string()> render) {
   std::lock_guard lock(impl_->mutex);
   impl_->sources.push_back(std::move(render));
+}
+
+void MetricsServer::add_handler(const std::string& path, Handler handler) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->handlers[path] = std::move(handler);
 }
 
 int MetricsServer::port() const { return impl_->http->port(); }

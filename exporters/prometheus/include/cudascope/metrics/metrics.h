@@ -9,7 +9,9 @@
 //   pool              all, small, large
 //   stream            one per stream the allocator served (streams a program creates)
 //   host              constant: the host name
-//   pid, rank, local_rank, job   constant, per-process figures only (see MetricsOptions::process)
+//   pid, rank, local_rank, job   constant, per-process figures only (see MetricsOptions::process);
+//                     Prometheus keeps `job` as is only with `honor_labels: true` in the scrape
+//                     config (else it stores it as exported_job beside its own job label)
 // Counters never share a base name with a gauge (so OpenMetrics parsers accept the text),
 // and `promtool check metrics` passes on every exposition.
 //
@@ -20,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cudascope::metrics {
@@ -81,6 +84,11 @@ class MetricsServer {
   // Adds text appended to every scrape (whole metric families, names distinct from the
   // others'). Thread-safe; `render` is called on the server's thread.
   void add_source(std::function<std::string()> render);
+  // Answers GET/HEAD requests for `path` (e.g. "/trace") with handler(query, from_loopback)
+  // -> {HTTP status, plain-text body}. `query` is the undecoded text after '?'. The handler
+  // runs on the server's thread: it must return within milliseconds. Thread-safe.
+  using Handler = std::function<std::pair<int, std::string>(const std::string& query, bool from_loopback)>;
+  void add_handler(const std::string& path, Handler handler);
   // The port it listens on (the chosen one when asked for port 0).
   int port() const;
 

@@ -1,0 +1,162 @@
+// `cudascope trace --pid PID --duration 10s -o window.json`: a trace window of a running
+// program recorded with live metrics only (`cudascope run --metrics ADDR:PORT --no-trace`).
+// Asks the program's metrics port (found in its environment, reached over loopback) for
+// GET /trace?duration=S&output=PATH, then waits until the window is written.
+#include "command.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace {
+
+struct TraceOptions {
+  int pid = 0;
+  std::string duration = "10s";
+  std::string output = "window.json";
+};
+
+// "10s", "500ms", "2m" or a number of seconds.
+double parse_duration(const std::string& text) {
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string unit = text.substr(used);
+  const std::map<std::string, double> scale{{"", 1}, {"s", 1}, {"ms", 1e-3}, {"m", 60}};
+  const auto found = scale.find(unit);
+  if (used == 0 || found == scale.end() || !(value > 0) || value * found->second > 3600) {
+    throw std::runtime_error("--duration '" + text + "': expected a time up to 1 hour, e.g. 10s, 500ms, 2m");
+  }
+  return value * found->second;
+}
+
+std::map<std::string, std::string> environment_of(int pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/environ";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("--pid " + std::to_string(pid) + ": no such process of this user (" + path + ")");
+  std::map<std::string, std::string> out;
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) out[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return out;
+}
+
+// The loopback port of the program's metrics server, from CUDASCOPE_METRICS.
+int metrics_port(int pid) {
+  const auto env = environment_of(pid);
+  const std::string who = "--pid " + std::to_string(pid);
+  const auto bind = env.find("CUDASCOPE_METRICS");
+  if (bind == env.end()) {
+    throw std::runtime_error(who + ": the process serves no live metrics (start it with "
+                             "`cudascope run --metrics 127.0.0.1:PORT --no-trace -- ...`)");
+  }
+  if (env.count("CUDASCOPE_NO_TRACE") == 0) {
+    throw std::runtime_error(who + ": the process already records a full trace (run it with --no-trace for windows)");
+  }
+  const std::size_t colon = bind->second.rfind(':');
+  const std::string host = bind->second.substr(0, colon);
+  const int port = colon == std::string::npos ? 0 : std::atoi(bind->second.c_str() + colon + 1);
+  const bool loopback = host == "0.0.0.0" || host == "localhost" || host.rfind("127.", 0) == 0;
+  if (port <= 0 || !loopback) {
+    throw std::runtime_error(who + ": its metrics address " + bind->second +
+                             " is not reachable over IPv4 loopback (trace windows answer loopback clients only)");
+  }
+  return port;
+}
+
+// GET `path` from 127.0.0.1:port: {status, body}; status 0 when the program did not answer.
+std::pair<int, std::string> http_get(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return {0, "cannot connect to 127.0.0.1:" + std::to_string(port)};
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  std::string response;
+  if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  const std::size_t body = response.find("\r\n\r\n");
+  if (response.rfind("HTTP/1.", 0) != 0 || body == std::string::npos) return {0, "no HTTP answer"};
+  return {std::atoi(response.c_str() + 9), response.substr(body + 4)};
+}
+
+std::string url_encode(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '/' || c == '_' || c == '-' || c == '.') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+int record_window(const TraceOptions& options) {
+  const double seconds = parse_duration(options.duration);
+  const int port = metrics_port(options.pid);
+  const std::string output = std::filesystem::absolute(options.output).string();
+  const auto before = http_get(port, "/trace");
+  if (before.first != 200) throw std::runtime_error("the program's /trace did not answer: " + before.second);
+  char number[32];
+  std::snprintf(number, sizeof number, "%.3f", seconds);
+  const auto started = http_get(port, "/trace?duration=" + std::string(number) + "&output=" + url_encode(output));
+  if (started.first != 200) throw std::runtime_error("-o " + output + ": " + started.second);
+  std::fprintf(stderr, "cudascope: recording process %d for %s into %s\n", options.pid, options.duration.c_str(),
+               output.c_str());
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  // The window closes at the program's next flush (every 200 ms); allow for a busy machine.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto status = http_get(port, "/trace");
+    if (status.first == 0) {
+      std::fprintf(stderr, "cudascope: the program ended; %s holds what it recorded\n", output.c_str());
+      return 0;
+    }
+    if (status.second.rfind("idle", 0) == 0) {
+      std::fprintf(stderr, "cudascope: trace window written to %s\n", output.c_str());
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  throw std::runtime_error("the window into " + output + " did not close within 30 s of its end");
+}
+
+}  // namespace
+
+CUDASCOPE_COMMAND(trace, 31) {
+  static TraceOptions options;
+  CLI::App* sub = app.add_subcommand(
+      "trace", "Record a trace window of a running program (one started with `cudascope run --metrics ADDR:PORT --no-trace`)");
+  sub->add_option("--pid", options.pid, "The program's process id")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--duration", options.duration, "How long to record: 10s, 500ms, 2m")->capture_default_str();
+  sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)")->capture_default_str();
+  sub->callback([] { cudascope::cli::set_exit_code(record_window(options)); });
+}

@@ -1,0 +1,34 @@
+#pragma once
+// Live metrics of the recorded process: with CUDASCOPE_METRICS=address:port, the records the
+// trace is written from are also counted into Prometheus metrics served on that address
+// (metrics::ProfileMetrics) while the program runs, beside the runtime's own figures when
+// the program uses the cudascope runtime (both share metrics::process_server).
+//
+// Environment (`cudascope run --metrics ...` sets these):
+//   CUDASCOPE_METRICS=address:port   serve /metrics there (loopback unless the address says otherwise)
+//   CUDASCOPE_METRICS_TOP=N          kernel and NVTX range names with their own series (default 20)
+//   CUDASCOPE_METRICS_LABEL_NVTX=1   label kernels with the innermost NVTX range of their launch
+//   CUDASCOPE_JOB=name               a job label on every series
+//   CUDASCOPE_NO_TRACE=1             metrics only: no trace file, but trace windows on request
+//                                    (GET /trace?duration=S&output=PATH, see trace_window.h)
+//
+// A failure to serve (the port is taken, e.g. by another process of the same program) is
+// reported on stderr and recording goes on without metrics.
+
+#include <cudascope/profiler/session.h>
+#include <cudascope/profiler/trace_sink.h>
+
+#include <memory>
+#include <string>
+
+namespace cudascope::inject {
+
+// Whether this process writes a trace file (false with CUDASCOPE_NO_TRACE=1).
+bool trace_wanted();
+
+// The sink a recording writes to: the trace at `trace_path` (unless CUDASCOPE_NO_TRACE) and,
+// with CUDASCOPE_METRICS, the live metrics, whose health figures `options.on_flush` then
+// also updates. Throws what opening the trace throws.
+std::unique_ptr<profiler::TraceSink> open_recording_sinks(const std::string& trace_path, profiler::SessionOptions& options);
+
+}  // namespace cudascope::inject
