@@ -19,7 +19,7 @@ cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUDASCOPE_WITH
     >>"$out/build.txt" 2>&1 || { tail -50 "$out/build.txt"; exit 1; }
 export CUDASCOPE_BACKEND=cuda
 for t in tensor_test random_test host_allocator_test runtime_test; do
-  echo "== $t" && "$build/tests/runtime/$t" --gtest_brief=1 2>&1 | tail -40
+  echo "== $t"; "$build/tests/runtime/$t" --gtest_brief=1 2>&1 | tail -40; echo "exit ${PIPESTATUS[0]}"
 done >"$out/tests.txt" 2>&1
 for p in rng_dump copy_bandwidth; do
   g++ -std=c++20 -O2 -I "$src/runtime/include" -I "$build/runtime/include" "$src/bench/torch_compare/$p.cpp" \
@@ -27,6 +27,7 @@ for p in rng_dump copy_bandwidth; do
 done
 python3 "$src/bench/torch_compare/rng_check.py" --rng-dump "$build/rng_dump" >"$out/rng_check.txt" 2>&1
 python3 "$src/bench/torch_compare/copy_check.py" --copy-bandwidth "$build/copy_bandwidth" >"$out/copy_check.txt" 2>&1
-python3 -c "import torch; torch.empty(10, pin_memory=True); print(sorted(torch.cuda.host_memory_stats().keys()))" \
+python3 -c "import torch; t = torch.empty(1000, pin_memory=True); del t; torch.cuda.synchronize();
+print(sorted(torch.cuda.host_memory_stats().keys())); print(torch._C._cuda_hostMemoryStats())" \
   >"$out/torch_host_stats_keys.txt" 2>&1
-tail -3 "$out/tests.txt" "$out/rng_check.txt"; cat "$out/copy_check.txt"
+tail -n 3 "$out/tests.txt" "$out/rng_check.txt"; cat "$out/copy_check.txt"

@@ -12,20 +12,22 @@
 namespace cudascope::cuda::detail {
 namespace {
 
+// __host__ too: the launchers convert fill values on the host. (A __device__-only function
+// called from a host template compiles silently and ends the process at run time.)
 template <typename T>
 struct Convert {
-  __device__ static float to_float(T v) { return static_cast<float>(v); }
-  __device__ static T from_float(float v) { return static_cast<T>(v); }
+  __host__ __device__ static float to_float(T v) { return static_cast<float>(v); }
+  __host__ __device__ static T from_float(float v) { return static_cast<T>(v); }
 };
 template <>
 struct Convert<__half> {
-  __device__ static float to_float(__half v) { return __half2float(v); }
-  __device__ static __half from_float(float v) { return __float2half_rn(v); }
+  __host__ __device__ static float to_float(__half v) { return __half2float(v); }
+  __host__ __device__ static __half from_float(float v) { return __float2half_rn(v); }
 };
 template <>
 struct Convert<__nv_bfloat16> {
-  __device__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+  __host__ __device__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __host__ __device__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 };
 
 constexpr int kThreads = 256;

@@ -214,22 +214,24 @@ void CachingHostAllocator::empty_cache() {
     for (std::vector<Block*>& list : free_lists_) {
       for (Block* block : list) {
         auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(block->ptr));
+        // Counted as returned now, so the statistics always equal a recount of blocks_.
+        ++stats_.num_host_free;
+        decrease(stats_.segment, 1);
+        decrease(stats_.reserved_bytes, static_cast<std::int64_t>(block->size));
+        notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kSegmentFree), *block);
         doomed.push_back(std::move(it->second));
         blocks_.erase(it);
       }
       list.clear();
     }
   }
+  // cudaFreeHost outside the lock: it synchronises with the device and may take a while.
   for (std::unique_ptr<Block>& block : doomed) {
     const auto start = std::chrono::steady_clock::now();
     backend_.free_host_pinned(block->ptr);
     const std::int64_t took = microseconds_since(start);
     std::lock_guard lock(mutex_);
     stats_.host_free_time.add(took);
-    ++stats_.num_host_free;
-    decrease(stats_.segment, 1);
-    decrease(stats_.reserved_bytes, static_cast<std::int64_t>(block->size));
-    notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kSegmentFree), *block);
   }
 }
 

@@ -269,7 +269,7 @@ std::vector<double> Tensor::to_vector() const {
   std::vector<std::int64_t> index(sizes_.size(), 0);
   for (std::size_t i = 0; i < values.size(); ++i) {
     std::int64_t offset = 0;
-    for (std::size_t d = 0; d < index.size(); ++d) offset += index[d] * strides_[d];
+    for (std::size_t d = 0; d < index.size(); ++d) offset += index[d] * host.strides()[d];
     const char* element = static_cast<const char*>(host.data_ptr()) + offset * static_cast<std::int64_t>(element_size(dtype_));
     switch (dtype_) {
       case DType::kFloat32: { float f; std::memcpy(&f, element, 4); values[i] = f; break; }
