@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 
 // The limit the command runs under: far below what unbounded growth would reach, far above
 // what the command needs to start.
-constexpr const char* kAddressSpaceKiB = "2097152";  // 2 GiB
+constexpr const char* kAddressSpaceKiB = "1048576";  // 1 GiB
 
 struct Timed {
   Result result;
@@ -60,7 +60,7 @@ TEST(BoundedInputTest, ReplayOfDevZeroFailsOnItsFirstLine) {
 
 TEST(BoundedInputTest, ReplayOfAGzipBombFailsOnItsFirstLine) {
   const std::string path = temp_path("bomb.jsonl.gz");
-  write_bomb(path, "", '\0', std::uint64_t{256} << 20);
+  write_bomb(path, "", '\0', std::uint64_t{64} << 20);
   const Timed run = run_limited("", "replay " + path);
   EXPECT_NE(run.result.exit_code, 0) << run.result.output;
   EXPECT_THAT(run.result.output, HasSubstr(path + ":1: a line longer than 1 MiB"));
@@ -97,16 +97,24 @@ TEST(BoundedInputTest, SnapshotStatsOfDevZeroIsAnError) {
   EXPECT_LT(run.seconds, 30.0);
 }
 
+TEST(BoundedInputTest, TraceStatsOfDevZeroIsAnError) {
+  const Timed run = run_limited("", "stats /dev/zero");
+  EXPECT_NE(run.result.exit_code, 0) << run.result.output;
+  EXPECT_NE(run.result.exit_code, 124) << "timed out: " << run.result.output;
+  EXPECT_THAT(run.result.output, HasSubstr("/dev/zero"));
+  EXPECT_LT(run.seconds, 30.0);
+}
+
 TEST(BoundedInputTest, SnapshotStatsOfAGzipBombStopsAtTheDefaultBudget) {
   // A JSON document that is all whitespace after its first byte: valid as far as the reader
-  // can tell until the end, so only the budget stops it. Under ulimit -v 2 GiB the default
+  // can tell until the end, so only the budget stops it. Under ulimit -v 1 GiB the default
   // budget is a quarter of that; the bomb inflates to more.
   const std::string path = temp_path("bomb.json.gz");
-  write_bomb(path, "{", ' ', std::uint64_t{600} << 20);
+  write_bomb(path, "{", ' ', std::uint64_t{300} << 20);
   const Timed run = run_limited("env -u CUDASCOPE_INPUT_BUDGET", "snapshot-stats " + path);
   EXPECT_NE(run.result.exit_code, 0) << run.result.output;
   EXPECT_NE(run.result.exit_code, 124) << "timed out: " << run.result.output;
-  EXPECT_THAT(run.result.output, HasSubstr("input exceeds the 512 MiB budget"));
+  EXPECT_THAT(run.result.output, HasSubstr("input exceeds the 256 MiB budget"));
   EXPECT_THAT(run.result.output, HasSubstr(path));
   EXPECT_LT(run.seconds, 60.0);
   std::remove(path.c_str());

@@ -2,6 +2,8 @@
 #include <cudascope/analysis/trace_reader.h>
 #include <cudascope/analysis/trace_stats.h>
 
+#include "flow_pairing.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -173,3 +175,43 @@ TEST(ChromeTraceWriterTest, ValidatorReportsUnbalancedRangesAndUnpairedFlows) {
   EXPECT_TRUE(has("\"pid\" missing or not an integer"));
   EXPECT_TRUE(has("\"dur\" missing"));
 }
+
+namespace {
+
+using cudascope::exporters::detail::FlowPairing;
+
+TEST(FlowPairingTest, PairsALaunchWithItsKernelWhicheverComesFirst) {
+  FlowPairing flows;
+  EXPECT_FALSE(flows.on_api(7, "cudaLaunchKernel", {11, 100}));
+  const auto pair = flows.on_device(7, {1, 3, 250});
+  ASSERT_TRUE(pair);
+  EXPECT_EQ(pair->id, 7u);
+  EXPECT_EQ(pair->host.tid, 11u);
+  EXPECT_EQ(pair->host.ts, 100u);
+  EXPECT_EQ(pair->device.device, 1);
+  EXPECT_EQ(pair->device.stream, 3);
+  EXPECT_EQ(pair->device.ts, 250u);
+  EXPECT_FALSE(flows.on_device(7, {1, 3, 300})) << "each id pairs once";
+
+  // Device records often arrive first (CUPTI delivers them in their own buffers).
+  EXPECT_FALSE(flows.on_device(8, {0, 7, 500}));
+  const auto late = flows.on_api(8, "cudaMemcpyAsync", {12, 400});
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->host.tid, 12u);
+  EXPECT_EQ(late->device.stream, 7);
+}
+
+TEST(FlowPairingTest, CallsThatStartNoDeviceWorkAreNotKeptAndGraphKernelsPairOnce) {
+  FlowPairing flows;
+  EXPECT_FALSE(flows.on_api(9, "cudaStreamSynchronize", {1, 10}));
+  EXPECT_FALSE(flows.on_device(9, {0, 1, 20})) << "a sync call is no launch";
+  EXPECT_FALSE(flows.on_api(10, nullptr, {1, 10}));
+  // A graph launch: several kernels with the launch's id; the first one gets the arrow.
+  EXPECT_FALSE(flows.on_device(11, {0, 2, 30}));
+  EXPECT_FALSE(flows.on_device(11, {0, 2, 40}));
+  const auto pair = flows.on_api(11, "cudaGraphLaunch", {1, 5});
+  ASSERT_TRUE(pair);
+  EXPECT_EQ(pair->device.ts, 30u);
+}
+
+}  // namespace
