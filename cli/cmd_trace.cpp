@@ -57,9 +57,21 @@ std::map<std::string, std::string> environment_of(int pid) {
   return out;
 }
 
+// `pid` itself, or for the `cudascope run` wrapper (whose environment has no
+// CUDASCOPE_METRICS) the descendant it runs the program in (three levels down at most).
+int program_pid(int pid, int depth = 0) {
+  if (environment_of(pid).count("CUDASCOPE_METRICS") != 0 || depth == 3) return pid;
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (int child; children >> child;) {
+    const int found = program_pid(child, depth + 1);
+    if (environment_of(found).count("CUDASCOPE_METRICS") != 0) return found;
+  }
+  return pid;
+}
+
 // The loopback port of the program's metrics server, from CUDASCOPE_METRICS.
 int metrics_port(int pid) {
-  const auto env = environment_of(pid);
+  const auto env = environment_of(program_pid(pid));
   const std::string who = "--pid " + std::to_string(pid);
   const auto bind = env.find("CUDASCOPE_METRICS");
   if (bind == env.end()) {
