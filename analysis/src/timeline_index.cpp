@@ -39,7 +39,7 @@ void TimelineIndex::update(const TraceModel& model) {
     indexed_ += tl.consumed;
     for (const Lane& lane : tl.lanes) {
       if (lane.start.empty()) continue;
-      const std::int64_t lo = lane.start.front(), hi = lane.end_max.back();
+      const std::int64_t lo = lane.start.front(), hi = lane.max_end;
       begin_ns_ = any ? std::min(begin_ns_, lo) : lo;
       end_ns_ = any ? std::max(end_ns_, hi) : hi;
       any = true;
@@ -53,6 +53,19 @@ void TimelineIndex::update(const TraceModel& model) {
         any = true;
       }
   build_rows(model);
+  // Flows by the slices they bind, so a selected event finds its arrows by binary search.
+  // A growing trace re-binds flows as slices arrive: index them all again when any changed.
+  if (flows_indexed_ != model.flows().size() || indexed_ != 0) {
+    flow_ends_.clear();
+    const auto& flows = model.flows();
+    flow_ends_.reserve(flows.size() * 2);
+    for (std::uint32_t f = 0; f < flows.size(); ++f) {
+      if (flows[f].from_slice != kNoEvent) flow_ends_.emplace_back(flows[f].from_slice, f);
+      if (flows[f].to_slice != kNoEvent) flow_ends_.emplace_back(flows[f].to_slice, f);
+    }
+    std::sort(flow_ends_.begin(), flow_ends_.end());
+    flows_indexed_ = flows.size();
+  }
 }
 
 void TimelineIndex::index_track(const TraceModel& model, std::uint32_t t, bool) {
@@ -65,7 +78,6 @@ void TimelineIndex::index_track(const TraceModel& model, std::uint32_t t, bool) 
     Lane& lane = tl.lanes[d];
     lane.start.reserve(sizes[d]);
     lane.end.reserve(sizes[d]);
-    lane.end_max.reserve(sizes[d]);
     lane.event.reserve(sizes[d]);
   }
   for (std::uint32_t e : track.events) {
@@ -74,8 +86,18 @@ void TimelineIndex::index_track(const TraceModel& model, std::uint32_t t, bool) 
     const std::int64_t end = ev.end_ns();
     lane.start.push_back(ev.ts_ns);
     lane.end.push_back(end);
-    lane.end_max.push_back(lane.end_max.empty() ? end : std::max(lane.end_max.back(), end));
     lane.event.push_back(e);
+  }
+  for (Lane& lane : tl.lanes) {
+    const std::size_t n = lane.start.size();
+    lane.block_end.assign((n + kBlock - 1) / kBlock, INT64_MIN);
+    lane.super_end.assign((n + kSuper - 1) / kSuper, INT64_MIN);
+    lane.max_end = n ? lane.end.front() : 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      lane.block_end[i / kBlock] = std::max(lane.block_end[i / kBlock], lane.end[i]);
+      lane.super_end[i / kSuper] = std::max(lane.super_end[i / kSuper], lane.end[i]);
+      lane.max_end = std::max(lane.max_end, lane.end[i]);
+    }
   }
   tl.consumed = track.events.size();
 }
@@ -151,20 +173,41 @@ std::uint32_t TimelineIndex::lane_event(std::uint32_t row, std::uint16_t depth, 
   return lane(row, depth)->event[position];
 }
 
+std::size_t TimelineIndex::next_reaching(const Lane& l, std::size_t i, std::int64_t t, std::int64_t& skipped) {
+  const std::size_t n = l.start.size();
+  while (i < n) {
+    if (const std::size_t s = i / kSuper; l.super_end[s] < t) {
+      skipped = std::max(skipped, l.super_end[s]);
+      i = (s + 1) * kSuper;
+    } else if (const std::size_t b = i / kBlock; l.block_end[b] < t) {
+      skipped = std::max(skipped, l.block_end[b]);
+      i = (b + 1) * kBlock;
+    } else if (l.end[i] < t) {
+      skipped = std::max(skipped, l.end[i]);
+      ++i;
+    } else {
+      return i;
+    }
+  }
+  return n;
+}
+
 void TimelineIndex::items(std::uint32_t row, std::int64_t t0, std::int64_t t1, double ns_per_px,
-                          std::vector<TimelineItem>& out, double min_px) const {
+                          std::vector<TimelineItem>& out, double min_px, std::uint16_t depth_begin,
+                          std::uint16_t depth_end) const {
   if (row >= rows_.size() || rows_[row].kind != TimelineRow::Kind::slices) return;
   const auto& lanes = tracks_[rows_[row].track].lanes;
   // Narrower than `min_ns` is too small to draw alone; a gap under `min_ns` cannot be seen.
   const auto min_ns = static_cast<std::int64_t>(std::max(1.0, std::ceil(ns_per_px * min_px)));
-  for (std::uint16_t depth = 0; depth < lanes.size(); ++depth) {
+  const auto end_depth = static_cast<std::uint16_t>(std::min<std::size_t>(depth_end, lanes.size()));
+  for (std::uint16_t depth = depth_begin; depth < end_depth; ++depth) {
     const Lane& l = lanes[depth];
     const std::size_t n = l.start.size();
-    // The first event that ends at or after t0 (end_max is non-decreasing).
-    std::size_t i = static_cast<std::size_t>(std::lower_bound(l.end_max.begin(), l.end_max.end(), t0) - l.end_max.begin());
+    std::int64_t ignored = 0;
+    std::size_t i = next_reaching(l, 0, t0, ignored);
     while (i < n && l.start[i] <= t1) {
-      if (l.end[i] < t0) {  // ends before the range, though a longer one before it does not
-        ++i;
+      if (l.end[i] < t0) {  // an event before the range, after a longer one that reaches into it
+        i = next_reaching(l, i, t0, ignored);
         continue;
       }
       if (l.end[i] - l.start[i] >= min_ns) {
@@ -173,26 +216,22 @@ void TimelineIndex::items(std::uint32_t row, std::int64_t t0, std::int64_t t1, d
         continue;
       }
       // A run: this event and every following one that starts less than min_ns after the
-      // run's end and is itself narrow. Events wholly inside the run's reach are skipped by
-      // binary search on end_max, so a run costs O(log n) per pixel it covers.
+      // run's end and is itself narrow. Events ending before the run's reach are inside it
+      // and are passed over a block at a time, so a run costs O(pixels it covers), not O(events).
       const std::size_t first = i;
       std::int64_t run_end = l.end[i];
       std::size_t j = i + 1;
       while (j < n) {
-        const auto reach = run_end + min_ns;
-        const auto k = static_cast<std::size_t>(
-            std::lower_bound(l.end_max.begin() + static_cast<std::ptrdiff_t>(j), l.end_max.end(), reach) - l.end_max.begin());
-        if (k > j) {
-          run_end = std::max(run_end, l.end_max[k - 1]);
-          j = k;
-          continue;
-        }
-        if (l.start[j] < reach && l.end[j] - l.start[j] < min_ns) {
+        std::int64_t inside = run_end;
+        j = next_reaching(l, j, run_end + min_ns, inside);
+        const bool grew = inside > run_end;
+        run_end = std::max(run_end, inside);
+        if (j < n && l.start[j] < run_end + min_ns && l.end[j] - l.start[j] < min_ns) {
           run_end = std::max(run_end, l.end[j]);
           ++j;
-          continue;
+        } else if (!grew) {
+          break;
         }
-        break;
       }
       out.push_back({l.start[first], run_end, l.event[first], static_cast<std::uint32_t>(j - first),
                      static_cast<std::uint32_t>(first), depth});
@@ -205,13 +244,17 @@ std::optional<std::uint32_t> TimelineIndex::event_at(std::uint32_t row, std::uin
                                                      std::int64_t slack_ns) const {
   const Lane* l = lane(row, depth);
   if (!l || l->start.empty()) return std::nullopt;
-  // Candidates: events starting at or before t + slack; walk back while one could still reach t.
-  auto hi = static_cast<std::size_t>(std::upper_bound(l->start.begin(), l->start.end(), t + slack_ns) - l->start.begin());
+  // Candidates start at or before t + slack; walk back over them, a block at a time where
+  // nothing in the block reaches t - slack.
+  std::size_t i = static_cast<std::size_t>(std::upper_bound(l->start.begin(), l->start.end(), t + slack_ns) - l->start.begin());
   std::optional<std::uint32_t> best;
   std::int64_t best_distance = std::numeric_limits<std::int64_t>::max();
-  const auto lo = static_cast<std::size_t>(std::lower_bound(l->end_max.begin(), l->end_max.end(), t - slack_ns) - l->end_max.begin());
-  for (std::size_t k = hi; k > lo && hi - k < 4096; --k) {
-    const std::size_t i = k - 1;
+  for (std::size_t looked = 0; i > 0 && looked < 8192;) {
+    if (const std::size_t b = (i - 1) / kBlock; l->block_end[b] < t - slack_ns) {
+      i = b * kBlock;
+      continue;
+    }
+    --i, ++looked;
     const std::int64_t distance = t < l->start[i] ? l->start[i] - t : t > l->end[i] ? t - l->end[i] : 0;
     if (distance <= slack_ns && distance < best_distance) {
       best_distance = distance;
@@ -226,11 +269,11 @@ std::uint32_t TimelineIndex::row_of_track(std::uint32_t track) const {
   return track < track_row_.size() ? track_row_[track] : UINT32_MAX;
 }
 
-std::vector<std::uint32_t> TimelineIndex::flows_of(const TraceModel& model, std::uint32_t event) const {
+std::vector<std::uint32_t> TimelineIndex::flows_of(const TraceModel&, std::uint32_t event) const {
   std::vector<std::uint32_t> out;
-  const auto& flows = model.flows();
-  for (std::uint32_t f = 0; f < flows.size(); ++f)
-    if (flows[f].from_slice == event || flows[f].to_slice == event) out.push_back(f);
+  auto it = std::lower_bound(flow_ends_.begin(), flow_ends_.end(), std::make_pair(event, std::uint32_t{0}));
+  for (; it != flow_ends_.end() && it->first == event; ++it)
+    if (out.empty() || out.back() != it->second) out.push_back(it->second);
   return out;
 }
 
@@ -263,10 +306,11 @@ double TimelineIndex::counter_max(const TraceModel& model, std::uint32_t row) co
 }
 
 std::size_t TimelineIndex::memory_bytes() const noexcept {
-  std::size_t bytes = rows_.capacity() * sizeof(TimelineRow) + track_row_.capacity() * 4;
+  std::size_t bytes = rows_.capacity() * sizeof(TimelineRow) + track_row_.capacity() * 4 + flow_ends_.capacity() * 8;
   for (const auto& tl : tracks_)
     for (const Lane& l : tl.lanes)
-      bytes += (l.start.capacity() + l.end.capacity() + l.end_max.capacity()) * 8 + l.event.capacity() * 4;
+      bytes += (l.start.capacity() + l.end.capacity() + l.block_end.capacity() + l.super_end.capacity()) * 8 +
+               l.event.capacity() * 4;
   return bytes;
 }
 

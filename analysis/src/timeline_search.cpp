@@ -74,9 +74,9 @@ TimelineSearch TimelineSearch::build(const TraceModel& model) {
 
 SearchMatches TimelineSearch::find(const SearchQuery& query) const {
   SearchMatches out;
-  if (query.text.empty()) return out;
+  if (query.text.empty() && !query.matcher) return out;
   std::optional<std::regex> re;
-  if (query.regex) {
+  if (query.regex && !query.matcher) {
     try {
       auto flags = std::regex::ECMAScript | std::regex::optimize;
       if (!query.case_sensitive) flags |= std::regex::icase;
@@ -89,7 +89,8 @@ SearchMatches TimelineSearch::find(const SearchQuery& query) const {
   const std::string needle = query.case_sensitive ? query.text : lowered(query.text);
   for (std::uint32_t name : name_ids_) {
     const std::string_view text = model_->string(name);
-    const bool hit = re ? std::regex_search(text.begin(), text.end(), *re)
+    const bool hit = query.matcher ? query.matcher(text)
+                     : re          ? std::regex_search(text.begin(), text.end(), *re)
                         : (query.case_sensitive ? text.find(needle) != std::string_view::npos
                                                 : lowered(text).find(needle) != std::string::npos);
     if (!hit) continue;

@@ -173,11 +173,16 @@ void TraceTimelineView::selectEvent(quint32 event, bool reveal) {
     const quint32 row = doc_->index().row_of_track(e.track);
     if (row < row_top_.size()) {
       const int y = row_top_[row] + e.depth * kLane;
-      if (y < vscroll_->value() || y + kLane > vscroll_->value() + plotRect().height())
-        vscroll_->setValue(std::max(0, y - plotRect().height() / 3));
+      if (y < vscroll_->value() || y + kLane > vscroll_->value() + plotRect().height()) scrollToRow(row, e.depth);
     }
   }
   emit eventSelected(selected_);
+  update();
+}
+
+void TraceTimelineView::scrollToRow(quint32 row, int lane) {
+  if (row >= row_top_.size()) return;
+  vscroll_->setValue(std::max(0, row_top_[row] + lane * kLane - plotRect().height() / 3));
   update();
 }
 
@@ -297,7 +302,11 @@ void TraceTimelineView::paintSlices(QPainter& p, const QRect& plot, quint32 row,
   const auto& m = doc_->model();
   const double ns_per_px = double(t1_ - t0_) / plot.width();
   scratch_.clear();
-  doc_->index().items(row, t0_, t1_, ns_per_px, scratch_);
+  // Only the lanes on screen: a stream whose GPU annotations overlap can have thousands.
+  const int first_lane = std::max(0, (plot.top() - top - 3) / kLane);
+  const int last_lane = std::max(0, (plot.bottom() - top - 3) / kLane + 1);
+  doc_->index().items(row, t0_, t1_, ns_per_px, scratch_, 1.0, quint16(std::min(first_lane, 65535)),
+                      quint16(std::min(last_lane, 65535)));
   if (colour_cache_.size() < m.strings().size()) colour_cache_.resize(m.strings().size(), 0);
   const QFontMetrics fm = p.fontMetrics();
   for (const auto& item : scratch_) {
@@ -376,6 +385,12 @@ void TraceTimelineView::paintFlows(QPainter& p, const QRect& plot) {
     auto from = eventAnchor(flow.from_event != analysis::kNoEvent ? flow.from_event : flow.from_slice, false, plot);
     auto to = eventAnchor(flow.to_slice != analysis::kNoEvent ? flow.to_slice : flow.to_event, false, plot);
     if (!from || !to) continue;
+    // An end far off screen is brought to just outside the plot's edge, along the same row:
+    // the arrow still leads off the right way, and antialiasing never meets a curve a
+    // million pixels long.
+    const double lo = plot.left() - 40.0, hi = plot.right() + 40.0;
+    from->setX(std::clamp(from->x(), lo, hi));
+    to->setX(std::clamp(to->x(), lo, hi));
     QPainterPath path(*from);
     const double dy = to->y() - from->y();
     path.cubicTo(QPointF(from->x(), from->y() + dy * 0.5), QPointF(to->x(), to->y() - dy * 0.5), *to);

@@ -83,8 +83,9 @@ class TimelineIndex {
   // Items of slice row `row` overlapping [t0, t1], lane by lane (depth ascending), at a
   // scale of `ns_per_px`: events at least `min_px` wide are items of their own, narrower
   // ones merge with neighbours less than `min_px` away. Appends to `out`.
+  // Only lanes [depth_begin, depth_end) are visited (a view draws the lanes it shows).
   void items(std::uint32_t row, std::int64_t t0, std::int64_t t1, double ns_per_px, std::vector<TimelineItem>& out,
-             double min_px = 1.0) const;
+             double min_px = 1.0, std::uint16_t depth_begin = 0, std::uint16_t depth_end = UINT16_MAX) const;
   // Events in lane `depth` of `row`, by start: count, and the event at a position.
   std::size_t lane_size(std::uint32_t row, std::uint16_t depth) const;
   std::uint32_t lane_event(std::uint32_t row, std::uint16_t depth, std::size_t position) const;
@@ -107,11 +108,20 @@ class TimelineIndex {
   std::size_t memory_bytes() const noexcept;
 
  private:
+  // One nesting depth of a track, by start. Events of one depth may still overlap (async
+  // slices, GPU annotations around kernels, a range never closed), so a long event can reach
+  // far past later ones: the maximum end per block of 64 and of 4096 events lets a query skip
+  // whole blocks that end before the time it looks for, whatever the overlaps.
+  static constexpr std::size_t kBlock = 64, kSuper = 4096;
   struct Lane {
-    std::vector<std::int64_t> start, end;  // by start
-    std::vector<std::int64_t> end_max;     // running maximum of end (searchable)
+    std::vector<std::int64_t> start, end;
+    std::vector<std::int64_t> block_end, super_end;  // max end per kBlock / kSuper events
     std::vector<std::uint32_t> event;
+    std::int64_t max_end = 0;
   };
+  // The first position >= i whose event ends at or after t (the lane's size if none); `skipped`
+  // grows to at least the largest end among the positions passed over.
+  static std::size_t next_reaching(const Lane& lane, std::size_t i, std::int64_t t, std::int64_t& skipped);
   struct TrackLanes {
     std::vector<Lane> lanes;  // by depth
     std::size_t consumed = 0; // entries of Track::events taken in
@@ -121,6 +131,8 @@ class TimelineIndex {
   const Lane* lane(std::uint32_t row, std::uint16_t depth) const;
 
   std::vector<TimelineRow> rows_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> flow_ends_;  // (bound slice, flow), by slice
+  std::size_t flows_indexed_ = 0;
   std::vector<TrackLanes> tracks_;        // per TraceModel track
   std::vector<std::uint32_t> track_row_;  // TraceModel track -> row
   std::int64_t begin_ns_ = 0, end_ns_ = 0;

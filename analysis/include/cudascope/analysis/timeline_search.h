@@ -12,6 +12,7 @@
 #include <cudascope/analysis/trace_model.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,8 +21,11 @@ namespace cudascope::analysis {
 
 struct SearchQuery {
   std::string text;
-  bool regex = false;           // ECMAScript syntax; else a plain substring
+  bool regex = false;           // ECMAScript syntax (std::regex); else a plain substring
   bool case_sensitive = false;
+  // When set, decides for each distinct name instead of `text`/`regex`: a caller with a
+  // faster engine (the viewer passes Qt's JIT-compiled PCRE2) plugs it in here.
+  std::function<bool(std::string_view)> matcher;
 };
 
 struct SearchMatches {

@@ -39,6 +39,8 @@ class TraceTimelineView : public QWidget {
   void pan(double fraction);                      // of the visible span; positive moves later
   void resetZoom();
 
+  // Scrolls rows so that lane `lane` of `row` is a third of the way down the plot.
+  void scrollToRow(quint32 row, int lane = 0);
   quint32 selectedEvent() const { return selected_; }
   // Selects an event, scrolls its row into view and, when `reveal`, centres it in time.
   void selectEvent(quint32 event, bool reveal = false);
