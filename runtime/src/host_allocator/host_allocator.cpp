@@ -79,8 +79,8 @@ void CachingHostAllocator::notify(int action, const Block& block) const {
   if (o == nullptr) return;
   using E = instrumentation::AllocatorEvent;
   o->on_allocator_event(E{static_cast<E::Action>(action), -1, 0, reinterpret_cast<std::uintptr_t>(block.ptr),
-                          block.size, instrumentation::host_time_ns(), stats_.allocated_bytes.current,
-                          stats_.reserved_bytes.current});
+                          block.size, instrumentation::host_time_ns(), stats_.active_bytes.current,
+                          stats_.allocated_bytes.current});
 }
 
 void* CachingHostAllocator::allocate(std::size_t size) {
@@ -95,8 +95,8 @@ void* CachingHostAllocator::allocate(std::size_t size) {
       Block* block = list.back();
       list.pop_back();
       block->allocated = true;
-      increase(stats_.allocation, 1);
-      increase(stats_.allocated_bytes, static_cast<std::int64_t>(block->size));
+      increase(stats_.active_requests, 1);
+      increase(stats_.active_bytes, static_cast<std::int64_t>(block->size));
       notify(static_cast<int>(Action::kAlloc), *block);
       return block->ptr;
     }
@@ -115,10 +115,10 @@ void* CachingHostAllocator::allocate(std::size_t size) {
   std::lock_guard lock(mutex_);
   stats_.host_alloc_time.add(took);
   ++stats_.num_host_alloc;
-  increase(stats_.segment, 1);
-  increase(stats_.reserved_bytes, static_cast<std::int64_t>(rounded));
-  increase(stats_.allocation, 1);
+  increase(stats_.allocations, 1);
   increase(stats_.allocated_bytes, static_cast<std::int64_t>(rounded));
+  increase(stats_.active_requests, 1);
+  increase(stats_.active_bytes, static_cast<std::int64_t>(rounded));
   notify(static_cast<int>(Action::kSegmentAlloc), *block);
   notify(static_cast<int>(Action::kAlloc), *block);
   blocks_.emplace(reinterpret_cast<std::uintptr_t>(ptr), std::move(block));
@@ -146,11 +146,9 @@ void CachingHostAllocator::free(void* ptr) {
   CUDASCOPE_CHECK(block.allocated, error_code::kInvalidValue, "cudascope::cuda::host::free",
                   std::string("pointer ") + text + " is already free (double free)");
   block.allocated = false;
-  decrease(stats_.allocation, 1);
-  decrease(stats_.allocated_bytes, static_cast<std::int64_t>(block.size));
   notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kFree), block);
   if (block.streams.empty()) {
-    free_lists_[bin_of(block.size)].push_back(&block);
+    release_locked(block);
     return;
   }
   // Device work may still read the block: one event per stream it was used on, and the block
@@ -185,8 +183,16 @@ void CachingHostAllocator::process_events_locked() {
     event_pool_[it->device].push_back(it->event);
     Block* block = it->block;
     it = pending_.erase(it);
-    if (--block->event_count == 0 && !block->allocated) free_lists_[bin_of(block->size)].push_back(block);
+    if (--block->event_count == 0 && !block->allocated) release_locked(*block);
   }
+}
+
+// A freed block becomes reusable: it leaves the active figures (PyTorch 2.11 counts a block
+// active until its stream work is done) and joins its free list.
+void CachingHostAllocator::release_locked(Block& block) {
+  decrease(stats_.active_requests, 1);
+  decrease(stats_.active_bytes, static_cast<std::int64_t>(block.size));
+  free_lists_[bin_of(block.size)].push_back(&block);
 }
 
 bool CachingHostAllocator::record_stream(void* ptr, int device, StreamHandle stream) {
@@ -216,8 +222,8 @@ void CachingHostAllocator::empty_cache() {
         auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(block->ptr));
         // Counted as returned now, so the statistics always equal a recount of blocks_.
         ++stats_.num_host_free;
-        decrease(stats_.segment, 1);
-        decrease(stats_.reserved_bytes, static_cast<std::int64_t>(block->size));
+        decrease(stats_.allocations, 1);
+        decrease(stats_.allocated_bytes, static_cast<std::int64_t>(block->size));
         notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kSegmentFree), *block);
         doomed.push_back(std::move(it->second));
         blocks_.erase(it);
@@ -242,14 +248,14 @@ HostStats CachingHostAllocator::stats() const {
 
 void CachingHostAllocator::reset_peak() {
   std::lock_guard lock(mutex_);
-  for (MemoryStat* s : {&stats_.allocation, &stats_.allocated_bytes, &stats_.segment, &stats_.reserved_bytes}) {
+  for (MemoryStat* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations, &stats_.allocated_bytes}) {
     s->peak = s->current;
   }
 }
 
 void CachingHostAllocator::reset_accumulated() {
   std::lock_guard lock(mutex_);
-  for (MemoryStat* s : {&stats_.allocation, &stats_.allocated_bytes, &stats_.segment, &stats_.reserved_bytes}) {
+  for (MemoryStat* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations, &stats_.allocated_bytes}) {
     s->allocated = 0;
     s->freed = 0;
   }
@@ -274,15 +280,15 @@ std::size_t CachingHostAllocator::cached_blocks() const {
 
 std::string CachingHostAllocator::check_invariants() const {
   std::lock_guard lock(mutex_);
-  std::int64_t allocated = 0, allocated_bytes = 0, reserved_bytes = 0, listed = 0;
+  std::int64_t allocated = 0, active_bytes = 0, allocated_bytes = 0, listed = 0;
   std::map<const Block*, int> events;
   for (const PendingEvent& pending : pending_) ++events[pending.block];
   for (const auto& [address, block] : blocks_) {
     if (block->size == 0 || (block->size & (block->size - 1)) != 0) return "a block's size is not a power of two";
-    reserved_bytes += static_cast<std::int64_t>(block->size);
-    if (block->allocated) {
+    allocated_bytes += static_cast<std::int64_t>(block->size);
+    if (block->allocated || block->event_count > 0) {
       ++allocated;
-      allocated_bytes += static_cast<std::int64_t>(block->size);
+      active_bytes += static_cast<std::int64_t>(block->size);
     }
     if (events[block.get()] != block->event_count) return "a block's event count differs from its pending events";
     if (!block->allocated && block->event_count == 0 && block->streams.empty()) {
@@ -298,14 +304,14 @@ std::string CachingHostAllocator::check_invariants() const {
       if (bin_of(block->size) != bin) return "a block is listed under the wrong size";
     }
   }
-  if (stats_.allocation.current != allocated) return "allocation.current differs from a recount";
+  if (stats_.active_requests.current != allocated) return "active_requests.current differs from a recount";
+  if (stats_.active_bytes.current != active_bytes) return "active_bytes.current differs from a recount";
+  if (stats_.allocations.current != static_cast<std::int64_t>(blocks_.size())) return "allocations.current differs";
   if (stats_.allocated_bytes.current != allocated_bytes) return "allocated_bytes.current differs from a recount";
-  if (stats_.segment.current != static_cast<std::int64_t>(blocks_.size())) return "segment.current differs";
-  if (stats_.reserved_bytes.current != reserved_bytes) return "reserved_bytes.current differs from a recount";
   if (stats_.num_host_alloc - stats_.num_host_free != static_cast<std::int64_t>(blocks_.size())) {
     return "num_host_alloc - num_host_free differs from the blocks held";
   }
-  for (const MemoryStat* s : {&stats_.allocation, &stats_.allocated_bytes, &stats_.segment, &stats_.reserved_bytes}) {
+  for (const MemoryStat* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations, &stats_.allocated_bytes}) {
     if (s->peak < s->current || s->allocated - s->freed != s->current) return "a statistic's peak or totals disagree";
   }
   (void)listed;
@@ -336,10 +342,10 @@ void put(std::map<std::string, std::int64_t>& out, const std::string& name, cons
 
 std::map<std::string, std::int64_t> host_stats_map(const HostStats& s) {
   std::map<std::string, std::int64_t> out;
-  put(out, "allocation", s.allocation);
+  put(out, "active_requests", s.active_requests);
+  put(out, "active_bytes", s.active_bytes);
+  put(out, "allocations", s.allocations);
   put(out, "allocated_bytes", s.allocated_bytes);
-  put(out, "segment", s.segment);
-  put(out, "reserved_bytes", s.reserved_bytes);
   out["num_host_alloc"] = s.num_host_alloc;
   out["num_host_free"] = s.num_host_free;
   put(out, "host_alloc_time", s.host_alloc_time);

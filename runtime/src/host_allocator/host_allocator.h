@@ -31,7 +31,7 @@ struct DurationStat {
 };
 
 struct HostStats {
-  MemoryStat allocation, allocated_bytes, segment, reserved_bytes;
+  MemoryStat active_requests, active_bytes, allocations, allocated_bytes;
   std::int64_t num_host_alloc = 0, num_host_free = 0;
   DurationStat host_alloc_time, host_free_time;
 };
@@ -74,6 +74,7 @@ class CachingHostAllocator {
   static constexpr std::size_t kBins = 64;
 
   void process_events_locked();
+  void release_locked(Block& block);
   EventHandle take_event_locked(int device);
   void notify(int action, const Block& block) const;
   Block* block_containing_locked(const void* ptr) const;

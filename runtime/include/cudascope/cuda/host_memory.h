@@ -16,13 +16,14 @@
 
 namespace cudascope::cuda {
 
-// torch.cuda.host_memory_stats(): PyTorch's keys, same meanings —
-// "allocation.{current,peak,allocated,freed}" (blocks handed out),
-// "allocated_bytes.{...}" (their rounded sizes), "segment.{...}" / "reserved_bytes.{...}"
-// (blocks obtained from cudaHostAlloc and not yet returned), "num_host_alloc",
-// "num_host_free" (cudaHostAlloc / cudaFreeHost calls) and
-// "host_alloc_time.{total,max,min,count,avg}" / "host_free_time.{...}" (microseconds spent in
-// those calls).
+// torch.cuda.host_memory_stats(), with PyTorch 2.11's keys and meanings:
+// "allocations.{current,peak,allocated,freed}" / "allocated_bytes.{...}": blocks obtained from
+// cudaHostAlloc and not yet returned (the pool), and their bytes;
+// "active_requests.{...}" / "active_bytes.{...}": blocks handed out, counted until they are
+// reusable (freed, and the stream work that used them done), and their rounded bytes;
+// "num_host_alloc" / "num_host_free": cudaHostAlloc / cudaFreeHost calls;
+// "host_alloc_time.{total,max,min,count,avg}" / "host_free_time.{...}": microseconds spent in
+// those calls.
 std::map<std::string, std::int64_t> host_memory_stats();
 // Returns every cached, unused pinned block (torch._C._host_emptyCache). Blocks still waiting
 // for device work stay.
