@@ -1,5 +1,6 @@
-// `cudascope view FILE`: opens the Qt viewer on a snapshot by exec'ing cudascope-viewer,
-// looked up next to this executable first, then on PATH.
+// `cudascope view FILE...`: opens the Qt viewer on snapshots and traces (told apart by
+// content, each trace in its own tab) by exec'ing cudascope-viewer, looked up next to this
+// executable first, then on PATH.
 #include "command.h"
 
 #include <cerrno>
@@ -40,19 +41,25 @@ std::string find_viewer() {
 
 CUDASCOPE_COMMAND(view, 61) {
   struct Options {
-    std::string file;
+    std::vector<std::string> files;
     std::string compare;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("view", "Open an allocator snapshot in the desktop viewer (cudascope-viewer)");
-  sub->add_option("FILE", options->file, "snapshot file (PyTorch pickle or cudascope JSON, plain or gzip)")->required();
+  CLI::App* sub = app.add_subcommand(
+      "view", "Open allocator snapshots and traces in the desktop viewer (cudascope-viewer); a trace still being "
+              "written by `cudascope run` is shown growing");
+  sub->add_option("FILE", options->files,
+                  "snapshots (PyTorch pickle or cudascope JSON) or traces (cudascope run, torch.profiler, Chrome "
+                  "trace-event JSON), plain or gzip; the kind is read from the content")
+      ->required();
   sub->add_option("--compare", options->compare, "a second snapshot to compare against FILE")->check(CLI::ExistingFile);
   sub->callback([options] {
-    if (access(options->file.c_str(), R_OK) != 0) {
-      std::fprintf(stderr, "cudascope view: error: %s: %s\n", options->file.c_str(), std::strerror(errno));
-      cudascope::cli::set_exit_code(1);
-      return;
-    }
+    for (const std::string& file : options->files)
+      if (access(file.c_str(), R_OK) != 0) {
+        std::fprintf(stderr, "cudascope view: error: %s: %s\n", file.c_str(), std::strerror(errno));
+        cudascope::cli::set_exit_code(1);
+        return;
+      }
     const std::string viewer = find_viewer();
     if (viewer.empty()) {
       std::fprintf(stderr,
@@ -62,7 +69,8 @@ CUDASCOPE_COMMAND(view, 61) {
       cudascope::cli::set_exit_code(2);
       return;
     }
-    std::vector<std::string> args = {viewer, options->file};
+    std::vector<std::string> args = {viewer};
+    args.insert(args.end(), options->files.begin(), options->files.end());
     if (!options->compare.empty()) args.insert(args.end(), {"--compare", options->compare});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
