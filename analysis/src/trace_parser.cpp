@@ -182,6 +182,7 @@ JsonStatus TraceParser::header_member(const std::string& key) {
     header_.cudascope = true;
     if (!value["source"].get_string().get(text)) model.source = text;
   } else if (key == "cudascopeSummary") {
+    header_.cudascope = true;
     bool complete = false;
     header_.has_summary = true;
     if (!value["complete"].get_bool().get(complete)) header_.summary_complete = complete;

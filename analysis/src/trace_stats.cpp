@@ -283,6 +283,7 @@ std::string format_stats(const TraceStats& stats, bool csv) { return format_stat
 
 std::vector<std::string> validate_trace(const TraceModel& model) {
   std::vector<std::string> problems = model.format_problems;
+  const bool own = model.format == TraceFormat::cudascope;
   std::size_t timed = 0;
   std::vector<std::vector<std::uint32_t>> open(model.tracks().size());
   std::map<std::pair<std::uint32_t, std::uint64_t>, int> async_open;
@@ -303,6 +304,13 @@ std::vector<std::string> validate_trace(const TraceModel& model) {
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const TraceModel::Event& e = model.event(i);
     if (e.ph != 'M') ++timed;
+    if (own) {  // our writer promises numeric ids; other producers (Kineto's "Spans") use strings
+      const TraceModel::Track& t = model.tracks()[e.track];
+      if (model.processes()[t.process].pid_text != kNoString)
+        problems.push_back("event " + std::to_string(i) + " (" + std::string(1, e.ph) + "): \"pid\" missing or not an integer");
+      if (t.tid_text != kNoString)
+        problems.push_back("event " + std::to_string(i) + " (" + std::string(1, e.ph) + "): \"tid\" missing or not an integer");
+    }
     const auto where = [&] { return "event " + std::to_string(i) + " (" + std::string(1, e.ph) + " '" + std::string(model.name(e)) + "')"; };
     if (e.ph == 'B') {
       open[e.track].push_back(static_cast<std::uint32_t>(i));
@@ -336,7 +344,6 @@ std::vector<std::string> validate_trace(const TraceModel& model) {
     }
   }
   if (timed == 0) problems.push_back("the trace holds no events (besides metadata): nothing to check");
-  const bool own = model.format == TraceFormat::cudascope;
   for (const auto& [key, flow] : flows) {
     const std::string id = std::string(model.string(key.first)) + "/" + std::to_string(key.second);
     // Kineto writes an "f" for every runtime call and an "s" for some copies that never get

@@ -62,7 +62,8 @@ std::string format_stats(const TraceStats& stats, StatsFormat format);
 std::string format_stats(const TraceStats& stats, bool csv);
 
 // The Chrome trace format's structural rules Perfetto relies on, checked on a trace read
-// back: field types (from reading), at least one event besides metadata, "B"/"E" balanced
+// back: field types (from reading; in our own traces "pid" and "tid" are integers), at
+// least one event besides metadata, "B"/"E" balanced
 // per (pid, tid) with matching names, "b"/"e" paired by id, each flow's "s" with exactly one
 // "f" and not after it (a lone "s" or "f" counts only in our own traces: Kineto writes an
 // "f" for every runtime call). A trace cut short may leave ranges open. Returns the
