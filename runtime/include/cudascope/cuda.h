@@ -1,6 +1,7 @@
 #pragma once
 // The cudascope runtime: a torch.cuda-equivalent API in C++ (namespace cudascope::cuda).
 
+#include <cudascope/cuda/comm.h>
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/event.h>
