@@ -5,7 +5,9 @@
 
 #include <cudascope/metrics/metrics.h>
 
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -150,4 +152,27 @@ TEST(ExporterLoadTest, AnotherDevicesCountIsAnErrorBeforeServing) {
   }
   options.devices = {-1};
   EXPECT_THROW(metrics::render_metrics(options), std::out_of_range);
+}
+
+// A child forked without exec (a data-loader worker) must not keep the port: once the
+// serving process is gone, the port is free again.
+TEST(ExporterLoadTest, AForkedChildDoesNotKeepTheListeningSocket) {
+  int port = 0;
+  pid_t child = 0;
+  {
+    metrics::MetricsServer server("127.0.0.1:0");
+    port = server.port();
+    child = fork();
+    if (child == 0) {
+      sleep(3);
+      _exit(0);
+    }
+  }
+  // The server is gone in this process; the sleeping child must not hold the port.
+  const int fd = idle_connection(port);
+  const bool refused = fd < 0;
+  if (fd >= 0) close(fd);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(refused) << "a connection to port " << port << " was accepted by the forked child's copy";
 }

@@ -5,6 +5,7 @@
 #include "test_support.h"
 
 #include <cudascope/cuda/memory.h>
+#include <cudascope/cuda/telemetry.h>
 #include <cudascope/metrics/metrics.h>
 #include <cudascope/metrics/profile_metrics.h>
 
@@ -197,6 +198,21 @@ TEST(MetricsTest, DeviceHealthInBaseUnits) {
   EXPECT_FALSE(find_sample(samples, "cudascope_memory_allocated_bytes", {}).has_value()) << "allocator was off";
   EXPECT_FALSE(find_sample(samples, "cudascope_device_info", {{"pid", std::to_string(getpid())}}).has_value())
       << "device health is not per process";
+  // One memory series per process NVML (or the sim's model) lists on the device.
+  const auto processes = cuda::gpu_processes(0);
+  std::size_t process_series = 0;
+  for (const auto& sample : samples) {
+    if (sample.name != "cudascope_gpu_process_memory_bytes" || sample.labels.at("device") != "0") continue;
+    ++process_series;
+    const auto listed = std::find_if(processes.begin(), processes.end(),
+                                     [&](const auto& p) { return std::to_string(p.pid) == sample.labels.at("pid"); });
+    ASSERT_NE(listed, processes.end()) << sample.labels.at("pid");
+    EXPECT_EQ(sample.value, static_cast<double>(listed->used_memory_bytes));
+  }
+  EXPECT_EQ(process_series, processes.size());
+  EXPECT_EQ(find_sample(samples, "cudascope_gpu_memory_free_bytes", {{"device", "0"}}),
+            *find_sample(samples, "cudascope_gpu_memory_total_bytes", {{"device", "0"}}) -
+                *find_sample(samples, "cudascope_gpu_memory_used_bytes", {{"device", "0"}}));
 }
 
 TEST(MetricsTest, PromtoolAcceptsTheExposition) {

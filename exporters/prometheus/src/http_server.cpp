@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -122,6 +123,37 @@ std::string format_response(const HttpResponse& response, bool head) {
 }
 
 HttpResponse error_response(int status, const std::string& why) { return {status, "text/plain; charset=utf-8", why + "\n"}; }
+
+// Listening sockets of this process: a child forked without exec (a data-loader worker)
+// closes its copies, so the port does not outlive the process that serves it.
+constexpr int kMaxListeners = 16;
+std::atomic<int> listeners[kMaxListeners];
+
+void close_listeners_in_child() {
+  for (auto& fd : listeners) {
+    const int value = fd.exchange(-1);
+    if (value >= 0) close(value);
+  }
+}
+
+void remember_listener(int fd) {
+  static const bool registered = [] {
+    for (auto& l : listeners) l.store(-1);
+    return pthread_atfork(nullptr, nullptr, &close_listeners_in_child) == 0;
+  }();
+  (void)registered;
+  for (auto& l : listeners) {
+    int expected = -1;
+    if (l.compare_exchange_strong(expected, fd)) return;
+  }
+}
+
+void forget_listener(int fd) {
+  for (auto& l : listeners) {
+    int expected = fd;
+    l.compare_exchange_strong(expected, -1);
+  }
+}
 
 struct Connection {
   int fd = -1;
@@ -298,6 +330,7 @@ HttpServer::HttpServer(const std::string& bind, std::map<std::string, HttpHandle
     : impl_(std::make_unique<Impl>()) {
   impl_->fallback = std::move(fallback);
   impl_->listener = listen_on(bind);
+  remember_listener(impl_->listener);
   impl_->limits = limits;
   impl_->routes = std::move(routes);
   sockaddr_storage local{};
@@ -306,6 +339,7 @@ HttpServer::HttpServer(const std::string& bind, std::map<std::string, HttpHandle
   impl_->port = ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
                                                   : reinterpret_cast<sockaddr_in*>(&local)->sin_port);
   if (pipe2(impl_->wake, O_CLOEXEC) != 0) {
+    forget_listener(impl_->listener);
     close(impl_->listener);
     throw std::runtime_error(std::string("cannot serve on ") + bind + ": pipe: " + std::strerror(errno));
   }
@@ -318,6 +352,7 @@ HttpServer::~HttpServer() {
   for (Connection& c : impl_->connections) {
     if (c.fd >= 0) close(c.fd);
   }
+  forget_listener(impl_->listener);
   close(impl_->listener);
   close(impl_->wake[0]);
   close(impl_->wake[1]);

@@ -7,7 +7,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <map>
 #include <string>
 
@@ -161,8 +164,12 @@ void collect_health(Families& families, int device, const std::vector<prometheus
   cuda::DeviceTelemetry health;
   try {
     health = cuda::device_telemetry(device);
-  } catch (const cuda::Error&) {
-    return;  // no NVML: the allocator and info families still report
+  } catch (const cuda::Error& e) {
+    // No NVML: the allocator and info families still report; the health ones are absent
+    // (not zero), and the log says why once.
+    static std::once_flag said;
+    std::call_once(said, [&] { std::fprintf(stderr, "cudascope: no device health metrics: %s\n", e.what()); });
+    return;
   }
   auto gauge = [&](const char* name, const char* help, double value) {
     add(families, name, help, MetricType::Gauge, base, value);
@@ -187,7 +194,16 @@ void collect_health(Families& families, int device, const std::vector<prometheus
   gauge("cudascope_gpu_memory_used_bytes", "Device memory in use by all processes.",
         static_cast<double>(health.memory_used_bytes));
   gauge("cudascope_gpu_memory_total_bytes", "Device memory.", static_cast<double>(health.memory_total_bytes));
+  gauge("cudascope_gpu_memory_free_bytes", "Device memory not in use by any process.",
+        static_cast<double>(health.memory_total_bytes - std::min(health.memory_used_bytes, health.memory_total_bytes)));
   gauge("cudascope_gpu_processes", "Processes using the device.", static_cast<double>(health.processes.size()));
+  // One series per process on the device (bounded by the processes that fit on it).
+  for (const cuda::GpuProcess& process : health.processes) {
+    auto labels = base;
+    labels.push_back({"pid", std::to_string(process.pid)});
+    add(families, "cudascope_gpu_process_memory_bytes", "Device memory a process uses (NVML's process query).",
+        MetricType::Gauge, labels, static_cast<double>(process.used_memory_bytes));
+  }
 }
 
 }  // namespace
