@@ -26,6 +26,7 @@
 #include <QTableView>
 #include <QTest>
 #include <QTimer>
+#include <QWheelEvent>
 
 #include <gtest/gtest.h>
 
@@ -243,6 +244,18 @@ TEST(GuiWindowTest, TracesOpenInTabsWithKernelsNestingAndFlowsDrawn) {
   const QRect stream_on_window(view->mapTo(&w, stream_rows.topLeft()), stream_rows.size());
   EXPECT_GT(content(shot, stream_on_window).colours, 6u);
 
+  // The wheel zooms at the pointer: the time under it stays put.
+  {
+    const QRect plot = view->plotRect();
+    const QPointF at(plot.left() + plot.width() * 0.25, plot.top() + 40);
+    const double before_t = view->rangeBegin() + (view->rangeEnd() - view->rangeBegin()) * 0.25;
+    QWheelEvent wheel(at, view->mapToGlobal(at), {}, QPoint(0, 240), Qt::NoButton, {}, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(view, &wheel);
+    const double after_t = view->rangeBegin() + (view->rangeEnd() - view->rangeBegin()) * 0.25;
+    EXPECT_NEAR(after_t, before_t, (view->rangeEnd() - view->rangeBegin()) * 0.01);
+    QTest::keyClick(view, Qt::Key_Home);
+  }
+
   // Zoom with W/S and pan with A/D, as in Perfetto.
   view->setFocus();
   const qint64 span = view->rangeEnd() - view->rangeBegin();
@@ -299,7 +312,9 @@ TEST(GuiWindowTest, TracesOpenInTabsWithKernelsNestingAndFlowsDrawn) {
   EXPECT_GT(launch->rect.top(), step->rect.bottom() - 1) << "the nested call is drawn under its range";
   EXPECT_GE(launch->rect.left(), step->rect.left());
   EXPECT_LE(launch->rect.right(), step->rect.right());
-  gview->selectEvent(launch->item.event);
+  // A click on the launch selects it (as a user would).
+  QTest::mouseClick(gview, Qt::LeftButton, {}, launch->rect.center().toPoint());
+  EXPECT_EQ(gview->selectedEvent(), launch->item.event);
   QApplication::processEvents();
   shot = screenshot(w, "trace_golden_flow");
   ASSERT_EQ(gview->paintedFlows().size(), 1u);

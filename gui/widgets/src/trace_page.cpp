@@ -15,6 +15,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QShortcut>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTabWidget>
@@ -107,6 +108,8 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   connect(follow_, &QCheckBox::toggled, doc_, [this](bool on) { doc_->setFollowing(on, 500); });
   connect(doc_, &TraceDocument::grew, this, [this] {
     found_for_.clear();  // the search index is rebuilt on the next search
+    const QSignalBlocker quiet(follow_);
+    follow_->setChecked(doc_->following());  // off once the trace is closed
     updateStatus();
   });
   connect(doc_, &TraceDocument::followError, this, [this](const QString& message) {
