@@ -407,16 +407,7 @@ Result<Snapshot> read_json_snapshot(ByteReader& reader, const std::string& name,
   if (auto e = parser.iterate(buffer.data(), length, buffer.size()).get(doc))
     return LoadError{name, 0, std::string("expected a JSON document (") + simdjson::error_message(e) + ")"};
   if (!decoder.run(doc)) return decoder.error(name);
-  Snapshot& snap = builder.snapshot();
-  if (decoder.missing_times) {
-    snap.has_times = false;
-    int16_t device = INT16_MIN;
-    int64_t t = 0;
-    for (auto& e : snap.trace) {
-      if (e.device != device) device = e.device, t = 0;
-      e.time_us = t++;
-    }
-  }
+  if (decoder.missing_times) builder.number_entries_without_times();
   return builder.finish(length);
 }
 

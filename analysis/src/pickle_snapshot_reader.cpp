@@ -375,15 +375,7 @@ Result<Snapshot> Decoder::assemble(PickleMachine& m, const std::string& name) {
       }
     }
   }
-  if (missing_times) {
-    snap.has_times = false;
-    int16_t device = INT16_MIN;
-    int64_t t = 0;
-    for (auto& e : snap.trace) {
-      if (e.device != device) device = e.device, t = 0;
-      e.time_us = t++;
-    }
-  }
+  if (missing_times) b_.number_entries_without_times();
   return b_.finish(end);
 }
 

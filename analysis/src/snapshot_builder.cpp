@@ -82,4 +82,14 @@ Result<Snapshot> SnapshotBuilder::finish(uint64_t end_offset) {
   return std::move(snap_);
 }
 
+void SnapshotBuilder::number_entries_without_times() {
+  snap_.has_times = false;
+  int16_t device = INT16_MIN;
+  int64_t t = 0;
+  for (auto& e : snap_.trace) {
+    if (e.device != device) device = e.device, t = 0;
+    e.time_us = t++;
+  }
+}
+
 }  // namespace cudascope::analysis::detail

@@ -27,6 +27,11 @@ class SnapshotBuilder {
   // one device must be contiguous). `end_offset` is used for errors found here.
   Result<Snapshot> finish(uint64_t end_offset);
 
+  // For a file whose trace entries carry no times (older PyTorch): has_times becomes false
+  // and each device's entries are numbered 0, 1, 2... in file order, so timelines still
+  // order them. Both readers call it when any entry lacked "time_us".
+  void number_entries_without_times();
+
   // Segment fields that were absent in the file and must be computed from the blocks.
   struct Missing {
     bool allocated = false, active = false, requested = false;

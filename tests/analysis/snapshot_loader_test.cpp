@@ -132,6 +132,47 @@ TEST(SnapshotLoaderTest, ReportsProgressAndHonoursCancel) {
   EXPECT_TRUE(cancelled.error().cancelled);
 }
 
+TEST(SnapshotLoaderTest, EntriesWithoutTimesAreNumberedPerDevice) {
+  // Older PyTorch wrote no time_us: each device's entries get 0, 1, 2... in file order.
+  const std::string json =
+      R"({"segments": [], "device_traces": [)"
+      R"([{"action": "alloc", "addr": 1024, "size": 512, "stream": 0},)"
+      R"( {"action": "free_requested", "addr": 1024, "size": 512, "stream": 0}],)"
+      R"([{"action": "alloc", "addr": 4096, "size": 512, "stream": 0}]]})";
+  auto r = load_snapshot_from_bytes(json, "no_times.json");
+  ASSERT_TRUE(r) << r.error().message();
+  const Snapshot& snap = r.value();
+  EXPECT_FALSE(snap.has_times);
+  ASSERT_EQ(snap.trace.size(), 3u);
+  EXPECT_EQ(snap.trace[0].time_us, 0);
+  EXPECT_EQ(snap.trace[1].time_us, 1);
+  EXPECT_EQ(snap.trace[2].device, 1);
+  EXPECT_EQ(snap.trace[2].time_us, 0);
+}
+
+TEST(SnapshotLoaderTest, InputPastTheBudgetFailsWithTheBudgetMessage) {
+  LoadOptions options;
+  options.max_input_bytes = 1 << 20;
+  // JSON that is valid as far as the reader can tell until its end; plain and as a pickle.
+  const std::string json = "{" + std::string(2 << 20, ' ');
+  auto r = load_snapshot_from_bytes(json, "spaces.json", options);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("input exceeds the 1 MiB budget"), std::string::npos) << r.error().message();
+  // A pickle of one long string: the reader refuses a window past the budget.
+  std::string pickle = std::string("\x80\x02X", 3);
+  const uint32_t length = 3 << 20;
+  pickle.append(reinterpret_cast<const char*>(&length), 4);
+  pickle += std::string(length, 'a');
+  auto p = load_snapshot_from_bytes(pickle, "long.pickle", options);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message().find("input exceeds the 1 MiB budget"), std::string::npos) << p.error().message();
+  // Within the budget the same reader goes on to the real problem.
+  options.max_input_bytes = 8 << 20;
+  auto q = load_snapshot_from_bytes(pickle, "long.pickle", options);
+  ASSERT_FALSE(q);
+  EXPECT_EQ(q.error().message().find("budget"), std::string::npos) << q.error().message();
+}
+
 TEST(SnapshotLoaderTest, MissingFileNamesTheFile) {
   auto r = load_snapshot(data_path("snap_does_not_exist.pickle"));
   ASSERT_FALSE(r);
