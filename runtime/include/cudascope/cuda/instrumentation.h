@@ -23,7 +23,7 @@ namespace cudascope::cuda::instrumentation {
 struct AllocatorEvent {
   enum class Action : std::uint8_t { kAlloc, kFree, kSegmentAlloc, kSegmentFree, kSegmentMap, kSegmentUnmap, kOom };
   Action action;
-  int device;
+  int device;  // -1: the caching host allocator (pinned memory; its pool and active bytes below)
   std::int64_t stream_id;
   std::uintptr_t address;
   std::size_t size;

@@ -82,7 +82,8 @@ class Tensor {
   // True for host memory from the caching host allocator.
   bool is_pinned() const noexcept;
 
-  // The first element's address (device or host). Typed access checks the dtype.
+  // The first element's address (device or host). Typed access checks the dtype; T is one of
+  // float, std::int64_t, std::int32_t, std::uint8_t, bool.
   void* data_ptr() const noexcept;
   template <typename T>
   T* data_ptr() const;
