@@ -198,6 +198,18 @@ TEST(MetricsTest, DeviceHealthInBaseUnits) {
   EXPECT_FALSE(find_sample(samples, "cudascope_memory_allocated_bytes", {}).has_value()) << "allocator was off";
   EXPECT_FALSE(find_sample(samples, "cudascope_device_info", {{"pid", std::to_string(getpid())}}).has_value())
       << "device health is not per process";
+  // Figures beyond torch.cuda's: absent (not zero) where not reported, as on the simulated
+  // device; plausible where NVML gives them.
+  const auto telemetry = cuda::device_telemetry(0);
+  const auto limit = find_sample(samples, "cudascope_gpu_power_limit_watts", {{"device", "0"}});
+  EXPECT_EQ(limit.has_value(), telemetry.power_limit_milliwatts.has_value());
+  if (limit) EXPECT_GT(*limit, 10.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_gpu_memory_clock_hertz", {{"device", "0"}}).has_value(),
+            telemetry.memory_clock_mhz.has_value());
+  EXPECT_EQ(find_sample(samples, "cudascope_gpu_clock_event_active", {{"device", "0"}, {"reason", "sw_power_cap"}})
+                .has_value(),
+            telemetry.clock_event_reasons.has_value());
+  if (cuda::backend_name() == "sim") EXPECT_FALSE(limit.has_value()) << "the sim models no power limit";
   // One memory series per process NVML (or the sim's model) lists on the device.
   const auto processes = cuda::gpu_processes(0);
   std::size_t process_series = 0;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <mutex>
 #include <map>
+#include <set>
+#include <utility>
 #include <string>
 
 namespace cudascope::metrics::detail {
@@ -160,6 +162,76 @@ bool used(const cuda::AllocatorStats& stats) {
          stats.segment[cuda::kPoolAll].allocated > 0;
 }
 
+// NVML's clock event (throttle) reason bits, one 0/1 series each.
+constexpr std::pair<std::uint64_t, const char*> kClockEventReasons[] = {
+    {0x1, "gpu_idle"},           {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"},
+    {0x8, "hw_slowdown"},        {0x10, "sync_boost"},                 {0x20, "sw_thermal_slowdown"},
+    {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"},  {0x100, "display_clock_setting"},
+};
+
+// A figure the device does not report is left out (absent, not zero); on a real device the
+// log says so once per device and figure.
+void absent(int device, const char* figure) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, std::string>> said;
+  if (cuda::backend_name() != "cuda") return;  // the simulated device models only the basic figures
+  std::lock_guard lock(mutex);
+  if (!said.insert({device, figure}).second) return;
+  std::fprintf(stderr, "cudascope: device %d: NVML does not report %s here (driver or device lacks it); left out\n",
+               device, figure);
+}
+
+// The figures beyond torch.cuda's (dcgm-exporter's default set).
+void collect_extra_health(Families& families, int device, const cuda::DeviceTelemetry& h,
+                          const std::vector<prometheus::ClientMetric::Label>& base) {
+  const auto gauge = [&](const char* name, const char* help, const auto& value, double scale, const char* what,
+                         std::initializer_list<prometheus::ClientMetric::Label> extra = {}) {
+    if (!value) return absent(device, what);
+    auto labels = base;
+    labels.insert(labels.end(), extra.begin(), extra.end());
+    add(families, name, help, MetricType::Gauge, labels, static_cast<double>(*value) * scale);
+  };
+  const auto counter = [&](const char* name, const char* help, const auto& value, const char* what,
+                           std::initializer_list<prometheus::ClientMetric::Label> extra = {}) {
+    if (!value) return absent(device, what);
+    auto labels = base;
+    labels.insert(labels.end(), extra.begin(), extra.end());
+    add(families, name, help, MetricType::Counter, labels, static_cast<double>(*value));
+  };
+  gauge("cudascope_gpu_memory_clock_hertz", "Memory clock.", h.memory_clock_mhz, 1e6, "the memory clock");
+  gauge("cudascope_gpu_power_limit_watts", "Enforced power limit.", h.power_limit_milliwatts, 1e-3, "the power limit");
+  if (h.clock_event_reasons) {
+    for (const auto& [bit, reason] : kClockEventReasons) {
+      const std::optional<int> active = (*h.clock_event_reasons & bit) != 0 ? 1 : 0;
+      gauge("cudascope_gpu_clock_event_active", "1 while this reason holds the clocks down (NVML clock event reasons).",
+            active, 1.0, "clock event reasons", {{"reason", reason}});
+    }
+  } else {
+    absent(device, "clock event reasons");
+  }
+  const char* pcie_help = "PCIe throughput over NVML's last ~20 ms sample.";
+  gauge("cudascope_gpu_pcie_throughput_bytes_per_second", pcie_help, h.pcie_tx_bytes_per_second, 1.0, "PCIe throughput",
+        {{"direction", "tx"}});
+  gauge("cudascope_gpu_pcie_throughput_bytes_per_second", pcie_help, h.pcie_rx_bytes_per_second, 1.0, "PCIe throughput",
+        {{"direction", "rx"}});
+  counter("cudascope_gpu_pcie_replays_total", "PCIe replays since the driver loaded.", h.pcie_replays, "PCIe replays");
+  gauge("cudascope_gpu_encoder_utilization_ratio", "Video encoder utilization.", h.encoder_utilization_percent, 0.01,
+        "encoder utilization");
+  gauge("cudascope_gpu_decoder_utilization_ratio", "Video decoder utilization.", h.decoder_utilization_percent, 0.01,
+        "decoder utilization");
+  const char* ecc_help = "ECC errors over the device's life.";
+  counter("cudascope_gpu_ecc_errors_total", ecc_help, h.ecc_corrected_errors, "ECC errors", {{"type", "corrected"}});
+  counter("cudascope_gpu_ecc_errors_total", ecc_help, h.ecc_uncorrected_errors, "ECC errors", {{"type", "uncorrected"}});
+  const char* rows_help = "Memory rows remapped, by the kind of error that caused it.";
+  gauge("cudascope_gpu_remapped_rows", rows_help, h.remapped_rows_correctable, 1.0, "remapped rows",
+        {{"cause", "correctable"}});
+  gauge("cudascope_gpu_remapped_rows", rows_help, h.remapped_rows_uncorrectable, 1.0, "remapped rows",
+        {{"cause", "uncorrectable"}});
+  gauge("cudascope_gpu_row_remap_pending", "1 when a row remap waits for the next GPU reset.", h.row_remap_pending, 1.0,
+        "remapped rows");
+  gauge("cudascope_gpu_row_remap_failed", "1 when a row remap has failed.", h.row_remap_failed, 1.0, "remapped rows");
+}
+
 void collect_health(Families& families, int device, const std::vector<prometheus::ClientMetric::Label>& base) {
   cuda::DeviceTelemetry health;
   try {
@@ -194,6 +266,7 @@ void collect_health(Families& families, int device, const std::vector<prometheus
   gauge("cudascope_gpu_memory_used_bytes", "Device memory in use by all processes.",
         static_cast<double>(health.memory_used_bytes));
   gauge("cudascope_gpu_memory_total_bytes", "Device memory.", static_cast<double>(health.memory_total_bytes));
+  collect_extra_health(families, device, health, base);
   gauge("cudascope_gpu_memory_free_bytes", "Device memory not in use by any process.",
         static_cast<double>(health.memory_total_bytes - std::min(health.memory_used_bytes, health.memory_total_bytes)));
   gauge("cudascope_gpu_processes", "Processes using the device.", static_cast<double>(health.processes.size()));

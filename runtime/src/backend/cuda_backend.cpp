@@ -401,6 +401,7 @@ class CudaBackend final : public Backend {
     figures.memory_used_bytes = total_bytes - free_bytes;
     figures.memory_total_bytes = total_bytes;
     figures.processes = nvml.processes(handle);
+    nvml.read_extra_figures(handle, figures);
     return figures;
   }
 

@@ -16,6 +16,10 @@ constexpr nvmlReturn_t kNvmlNotSupported = 3;
 constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
 constexpr int kNvmlTemperatureGpu = 0;
 constexpr int kNvmlClockSm = 1;
+constexpr int kNvmlClockMem = 2;
+constexpr int kNvmlPcieTx = 0, kNvmlPcieRx = 1;                       // nvmlPcieUtilCounter_t
+constexpr int kNvmlErrorCorrected = 0, kNvmlErrorUncorrected = 1;      // nvmlMemoryErrorType_t
+constexpr int kNvmlAggregateEcc = 1;                                   // nvmlEccCounterType_t
 struct nvmlUtilization_t {
   unsigned int gpu;
   unsigned int memory;
@@ -45,6 +49,15 @@ struct NvmlLibrary::Api {
   // Compute processes: _v3 and _v2 take nvmlProcessInfo_v2_t, the base version _v1.
   nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*) = nullptr;
   nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*) = nullptr;
+  // Optional: the figures beyond torch.cuda (read_extra_figures).
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*clock_event_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*pcie_throughput)(nvmlDevice_t, int, unsigned int*) = nullptr;  // KB/s
+  nvmlReturn_t (*pcie_replays)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*encoder_utilization)(nvmlDevice_t, unsigned int*, unsigned int*) = nullptr;
+  nvmlReturn_t (*decoder_utilization)(nvmlDevice_t, unsigned int*, unsigned int*) = nullptr;
+  nvmlReturn_t (*total_ecc_errors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+  nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*, unsigned int*) = nullptr;
 };
 
 namespace {
@@ -88,6 +101,15 @@ NvmlLibrary::NvmlLibrary() {
                      {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"})) {
     resolve_first(library, api->processes_v1, {"nvmlDeviceGetComputeRunningProcesses"});
   }
+  resolve_first(library, api->power_limit, {"nvmlDeviceGetEnforcedPowerLimit"});
+  resolve_first(library, api->clock_event_reasons,
+                {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  resolve_first(library, api->pcie_throughput, {"nvmlDeviceGetPcieThroughput"});
+  resolve_first(library, api->pcie_replays, {"nvmlDeviceGetPcieReplayCounter"});
+  resolve_first(library, api->encoder_utilization, {"nvmlDeviceGetEncoderUtilization"});
+  resolve_first(library, api->decoder_utilization, {"nvmlDeviceGetDecoderUtilization"});
+  resolve_first(library, api->total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
+  resolve_first(library, api->remapped_rows, {"nvmlDeviceGetRemappedRows"});
   const nvmlReturn_t status = api->init();
   CUDASCOPE_CHECK(status == kNvmlSuccess, error_code::kInitializationError, "nvmlInit_v2", api->error_string(status));
   api_ = api;
@@ -147,6 +169,40 @@ std::vector<GpuProcess> NvmlLibrary::processes(void* device) {
     if (status != kNvmlInsufficientSize) break;
   }
   return out;
+}
+
+void NvmlLibrary::read_extra_figures(void* device, DeviceTelemetry& out) {
+  const Api& a = *api_;
+  out.memory_clock_mhz = figure([&](unsigned int* v) { return a.clock_info(device, kNvmlClockMem, v); });
+  unsigned int u = 0, period = 0, pending = 0, failed = 0, uncorrectable = 0;
+  unsigned long long ull = 0;
+  if (a.power_limit && a.power_limit(device, &u) == kNvmlSuccess) out.power_limit_milliwatts = static_cast<int>(u);
+  if (a.clock_event_reasons && a.clock_event_reasons(device, &ull) == kNvmlSuccess) out.clock_event_reasons = ull;
+  if (a.pcie_throughput && a.pcie_throughput(device, kNvmlPcieTx, &u) == kNvmlSuccess) {
+    out.pcie_tx_bytes_per_second = std::uint64_t{u} * 1024;
+  }
+  if (a.pcie_throughput && a.pcie_throughput(device, kNvmlPcieRx, &u) == kNvmlSuccess) {
+    out.pcie_rx_bytes_per_second = std::uint64_t{u} * 1024;
+  }
+  if (a.pcie_replays && a.pcie_replays(device, &u) == kNvmlSuccess) out.pcie_replays = u;
+  if (a.encoder_utilization && a.encoder_utilization(device, &u, &period) == kNvmlSuccess) {
+    out.encoder_utilization_percent = static_cast<int>(u);
+  }
+  if (a.decoder_utilization && a.decoder_utilization(device, &u, &period) == kNvmlSuccess) {
+    out.decoder_utilization_percent = static_cast<int>(u);
+  }
+  if (a.total_ecc_errors && a.total_ecc_errors(device, kNvmlErrorCorrected, kNvmlAggregateEcc, &ull) == kNvmlSuccess) {
+    out.ecc_corrected_errors = ull;
+  }
+  if (a.total_ecc_errors && a.total_ecc_errors(device, kNvmlErrorUncorrected, kNvmlAggregateEcc, &ull) == kNvmlSuccess) {
+    out.ecc_uncorrected_errors = ull;
+  }
+  if (a.remapped_rows && a.remapped_rows(device, &u, &uncorrectable, &pending, &failed) == kNvmlSuccess) {
+    out.remapped_rows_correctable = static_cast<int>(u);
+    out.remapped_rows_uncorrectable = static_cast<int>(uncorrectable);
+    out.row_remap_pending = pending != 0;
+    out.row_remap_failed = failed != 0;
+  }
 }
 
 }  // namespace cudascope::cuda::detail

@@ -25,6 +25,9 @@ class NvmlLibrary {
   std::optional<int> sm_clock_mhz(void* device);
   std::optional<std::uint64_t> energy_millijoules(void* device);
   std::vector<GpuProcess> processes(void* device);
+  // The optional figures of DeviceTelemetry (memory clock onwards); each stays empty when
+  // the driver lacks the entry point or the device does not report it.
+  void read_extra_figures(void* device, DeviceTelemetry& out);
 
  private:
   NvmlLibrary();

@@ -42,6 +42,17 @@ struct DeviceTelemetry {
   std::uint64_t memory_used_bytes = 0;
   std::uint64_t memory_total_bytes = 0;
   std::vector<GpuProcess> processes;
+  // Beyond torch.cuda, for exporters (dcgm-exporter's default set); empty where the device
+  // or the driver does not report the figure.
+  std::optional<int> memory_clock_mhz;
+  std::optional<int> power_limit_milliwatts;  // enforced limit
+  std::optional<std::uint64_t> clock_event_reasons;  // NVML's bit mask of why clocks are held down
+  std::optional<std::uint64_t> pcie_tx_bytes_per_second, pcie_rx_bytes_per_second;  // NVML's ~20 ms sample
+  std::optional<std::uint64_t> pcie_replays;  // since the driver loaded
+  std::optional<int> encoder_utilization_percent, decoder_utilization_percent;
+  std::optional<std::uint64_t> ecc_corrected_errors, ecc_uncorrected_errors;  // over the device's life
+  std::optional<int> remapped_rows_correctable, remapped_rows_uncorrectable;
+  std::optional<bool> row_remap_pending, row_remap_failed;
 };
 DeviceTelemetry device_telemetry(int device = -1);
 
