@@ -279,7 +279,9 @@ TEST(GuiWindowTest, TracesOpenInTabsWithKernelsNestingAndFlowsDrawn) {
   shot = screenshot(w, "trace_kineto_search");
 
   // A range over everything: the summary counts Python's 102 kernels.
+  QSignalSpy summarised(kineto, &TracePage::summaryReady);
   view->setSelectedRange(kineto->document()->index().begin_ns(), kineto->document()->index().end_ns());
+  ASSERT_TRUE(summarised.wait(10000)) << "the summary is computed off the UI thread";
   quint64 kernels = 0;
   auto* summary = kineto->summary();
   for (int r = 0; r < summary->rowCount(); ++r)
@@ -287,6 +289,7 @@ TEST(GuiWindowTest, TracesOpenInTabsWithKernelsNestingAndFlowsDrawn) {
       kernels += summary->index(r, RangeSummaryModel::Count).data(Qt::UserRole).toULongLong();
   EXPECT_EQ(kernels, 102u);
   view->setSelectedRange(kineto->document()->index().begin_ns() + span / 2, kineto->document()->index().begin_ns() + span * 3 / 4);
+  ASSERT_TRUE(summarised.wait(10000));
   shot = screenshot(w, "trace_kineto_range");
 
   // Our golden trace: the NVTX range "step 0" above the launch nested in it, and the

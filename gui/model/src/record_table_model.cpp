@@ -1,17 +1,13 @@
 #include <cudascope/gui/record_table_model.h>
 
+#include <cudascope/util/byte_format.h>
+
 #include <algorithm>
 #include <numeric>
 
 namespace cudascope::gui {
 
-QString formatBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
-  return u ? QString::number(v, 'f', 2) + " " + units[u] : QString::number(bytes) + " B";
-}
+QString formatBytes(uint64_t bytes) { return QString::fromStdString(util::format_bytes(bytes)); }
 
 QString formatAddress(uint64_t address) { return QStringLiteral("0x") + QString::number(address, 16); }
 

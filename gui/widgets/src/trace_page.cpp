@@ -21,6 +21,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace cudascope::gui {
 
@@ -84,10 +85,18 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
     details_view_->resizeColumnToContents(0);
     if (event != TraceTimelineView::kNone) panels_->setCurrentIndex(0);
   });
-  connect(view_, &TraceTimelineView::rangeSelected, this, [this](qint64 t0, qint64 t1) {
-    summary_->setSummary(analysis::summarize_range(doc_->model(), doc_->index(), t0, t1));
-    panels_->setTabText(1, tr("Range summary: %1").arg(formatDuration(t1 - t0)));
-    panels_->setCurrentIndex(1);
+  connect(view_, &TraceTimelineView::rangeSelected, this, &TracePage::summarize);
+  connect(&summarizing_, &QFutureWatcher<analysis::RangeSummary>::finished, this, [this] {
+    const auto result = summarizing_.result();
+    if (pending_) {  // a newer selection arrived meanwhile: summarise that one instead
+      pending_ = false;
+      summarize(pending_t0_, pending_t1_);
+      return;
+    }
+    if (resume_follow_) doc_->setFollowing(true), resume_follow_ = false;
+    summary_->setSummary(result);
+    panels_->setTabText(1, tr("Range summary: %1").arg(formatDuration(result.t1 - result.t0)));
+    emit summaryReady();
   });
   connect(details_view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     const QVariant target = index.siblingAtColumn(0).data(Qt::UserRole);
@@ -119,7 +128,22 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   updateStatus();
 }
 
+TracePage::~TracePage() { summarizing_.waitForFinished(); }
+
 QString TracePage::statusText() const { return status_->text(); }
+
+void TracePage::summarize(qint64 t0, qint64 t1) {
+  if (summarizing_.isRunning()) {
+    pending_t0_ = t0, pending_t1_ = t1, pending_ = true;
+    return;
+  }
+  if (doc_->following()) doc_->setFollowing(false), resume_follow_ = true;
+  panels_->setTabText(1, tr("Range summary: computing..."));
+  panels_->setCurrentIndex(1);
+  const analysis::TraceModel* model = &doc_->model();
+  const analysis::TimelineIndex* index = &doc_->index();
+  summarizing_.setFuture(QtConcurrent::run([model, index, t0, t1] { return analysis::summarize_range(*model, *index, t0, t1); }));
+}
 
 void TracePage::updateStatus() {
   const auto& m = doc_->model();

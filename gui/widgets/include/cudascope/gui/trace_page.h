@@ -1,10 +1,14 @@
 #pragma once
 // One open trace: the timeline, a search bar (substring or regex, next/previous, Enter and
 // Shift+Enter), follow mode for a trace still being written, and below the timeline the
-// selected event's details (flows: double-click to jump) and the selected range's summary.
+// selected event's details (flows: double-click to jump) and the selected range's summary
+// (computed off the UI thread; follow polling pauses meanwhile, as the model must not grow
+// under it).
 
+#include <cudascope/analysis/timeline_summary.h>
 #include <cudascope/gui/trace_document.h>
 
+#include <QFutureWatcher>
 #include <QWidget>
 
 class QCheckBox;
@@ -24,6 +28,7 @@ class TracePage : public QWidget {
  public:
   // Takes ownership of `document`.
   explicit TracePage(TraceDocument* document, QWidget* parent = nullptr);
+  ~TracePage() override;  // waits for a summary still being computed over the document
   TraceDocument* document() const { return doc_; }
   TraceTimelineView* view() const { return view_; }
   EventDetailsModel* details() const { return details_; }
@@ -37,10 +42,15 @@ class TracePage : public QWidget {
   bool findNext();
   bool findPrevious();
 
+ signals:
+  // The range summary of the latest selection is in summary().
+  void summaryReady();
+
  private:
   void runSearch();
   bool step(bool forward);
   void updateStatus();
+  void summarize(qint64 t0, qint64 t1);
 
   TraceDocument* doc_;
   TraceTimelineView* view_;
@@ -53,6 +63,10 @@ class TracePage : public QWidget {
   QLabel* status_;
   QTabWidget* panels_;
   QTableView* details_view_;
+  QFutureWatcher<analysis::RangeSummary> summarizing_;
+  bool resume_follow_ = false;
+  qint64 pending_t0_ = 0, pending_t1_ = 0;
+  bool pending_ = false;
   analysis::SearchMatches found_;
   QString found_for_;
   bool found_regex_ = false;
