@@ -32,7 +32,7 @@ void TimelineIndex::update(const TraceModel& model) {
   // A track that gained events is indexed again from its (sorted) event list: events
   // appended to a growing file can close ranges opened before, which changes old entries.
   for (std::uint32_t t = 0; t < tracks.size(); ++t)
-    if (tracks_[t].consumed != tracks[t].events.size()) index_track(model, t, false);
+    if (tracks_[t].consumed != tracks[t].events.size()) index_track(model, t);
   indexed_ = 0;
   bool any = false;
   for (const auto& tl : tracks_) {
@@ -54,8 +54,8 @@ void TimelineIndex::update(const TraceModel& model) {
       }
   build_rows(model);
   // Flows by the slices they bind, so a selected event finds its arrows by binary search.
-  // A growing trace re-binds flows as slices arrive: index them all again when any changed.
-  if (flows_indexed_ != model.flows().size() || indexed_ != 0) {
+  // A growing trace binds flows as their slices arrive, so they are indexed again each time.
+  {
     flow_ends_.clear();
     const auto& flows = model.flows();
     flow_ends_.reserve(flows.size() * 2);
@@ -68,7 +68,7 @@ void TimelineIndex::update(const TraceModel& model) {
   }
 }
 
-void TimelineIndex::index_track(const TraceModel& model, std::uint32_t t, bool) {
+void TimelineIndex::index_track(const TraceModel& model, std::uint32_t t) {
   const auto& track = model.tracks()[t];
   TrackLanes& tl = tracks_[t];
   tl.lanes.assign(std::size_t{track.max_depth} + 1, Lane{});

@@ -85,6 +85,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   snapshot_layout->addWidget(tabs_);
   documents_->addTab(snapshot_page_, tr("Snapshot"));
   setCentralWidget(documents_);
+  // The status bar speaks of the document shown.
+  connect(documents_, &QTabWidget::currentChanged, this, [this](int index) {
+    if (auto* page = qobject_cast<TracePage*>(documents_->widget(index)))
+      status_->setText(QFileInfo(page->document()->path()).fileName() + ": " + page->statusText());
+  });
   connect(documents_, &QTabWidget::tabCloseRequested, this, [this](int index) {
     QWidget* page = documents_->widget(index);
     documents_->removeTab(index);

@@ -367,13 +367,15 @@ void TraceTimelineView::paintCounter(QPainter& p, const QRect& plot, quint32 row
              tr("max %1").arg(bytes ? QString::number(max / 1048576.0, 'f', 1) + " MiB" : QString::number(max, 'g', 6)));
 }
 
-std::optional<QPointF> TraceTimelineView::eventAnchor(quint32 event, bool at_end, const QRect& plot) const {
-  if (event >= doc_->model().event_count()) return std::nullopt;
-  const auto& e = doc_->model().event(event);
-  const quint32 row = doc_->index().row_of_track(e.track);
+std::optional<QPointF> TraceTimelineView::eventAnchor(quint32 at_event, quint32 in_slice, const QRect& plot) const {
+  const auto& m = doc_->model();
+  if (in_slice >= m.event_count()) in_slice = at_event;
+  if (at_event >= m.event_count()) at_event = in_slice;
+  if (in_slice >= m.event_count()) return std::nullopt;
+  const auto& slice = m.event(in_slice);
+  const quint32 row = doc_->index().row_of_track(slice.track);
   if (row >= row_top_.size()) return std::nullopt;
-  const double x = xOf(at_end ? e.ts_ns : e.ts_ns, plot);
-  return QPointF(x, rowTop(row) + 3 + e.depth * kLane + (kLane - 2) / 2.0);
+  return QPointF(xOf(m.event(at_event).ts_ns, plot), rowTop(row) + 3 + slice.depth * kLane + (kLane - 2) / 2.0);
 }
 
 void TraceTimelineView::paintFlows(QPainter& p, const QRect& plot) {
@@ -381,9 +383,9 @@ void TraceTimelineView::paintFlows(QPainter& p, const QRect& plot) {
   const auto& m = doc_->model();
   for (quint32 f : doc_->index().flows_of(m, selected_)) {
     const auto& flow = m.flows()[f];
-    // From the "s" point inside the launching slice, to the start of the slice it binds.
-    auto from = eventAnchor(flow.from_event != analysis::kNoEvent ? flow.from_event : flow.from_slice, false, plot);
-    auto to = eventAnchor(flow.to_slice != analysis::kNoEvent ? flow.to_slice : flow.to_event, false, plot);
+    // From the "s" point, in the launching slice's lane, to the start of the slice it binds.
+    auto from = eventAnchor(flow.from_event, flow.from_slice, plot);
+    auto to = eventAnchor(flow.to_slice, flow.to_slice, plot);
     if (!from || !to) continue;
     // An end far off screen is brought to just outside the plot's edge, along the same row:
     // the arrow still leads off the right way, and antialiasing never meets a curve a

@@ -69,9 +69,9 @@ struct TimelineItem {
 class TimelineIndex {
  public:
   static TimelineIndex build(const TraceModel& model);
-  // Takes in what the model gained since build()/update() (follow mode): tracks whose new
-  // events all start after their lane's last are appended to, others rebuilt; rows are
-  // recomputed. Cost proportional to the changed tracks, not the trace.
+  // Takes in what the model gained since build()/update() (follow mode): tracks that gained
+  // events are indexed again (new events can close ranges opened before), rows and flows are
+  // recomputed. Cost proportional to the changed tracks' events plus the flows.
   void update(const TraceModel& model);
 
   const std::vector<TimelineRow>& rows() const noexcept { return rows_; }
@@ -126,7 +126,7 @@ class TimelineIndex {
     std::vector<Lane> lanes;  // by depth
     std::size_t consumed = 0; // entries of Track::events taken in
   };
-  void index_track(const TraceModel& model, std::uint32_t track, bool append);
+  void index_track(const TraceModel& model, std::uint32_t track);
   void build_rows(const TraceModel& model);
   const Lane* lane(std::uint32_t row, std::uint16_t depth) const;
 

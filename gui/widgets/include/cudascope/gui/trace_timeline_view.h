@@ -96,7 +96,8 @@ class TraceTimelineView : public QWidget {
   void updateScrollBar();
   double xOf(qint64 t, const QRect& plot) const;
   qint64 timeAt(double x, const QRect& plot) const;
-  std::optional<QPointF> eventAnchor(quint32 event, bool at_end, const QRect& plot) const;
+  // The time of `at_event` at the middle of `in_slice`'s lane (either may be kNoEvent).
+  std::optional<QPointF> eventAnchor(quint32 at_event, quint32 in_slice, const QRect& plot) const;
   const PaintedItem* itemAt(QPoint point) const;
 
   QPointer<TraceDocument> doc_;
