@@ -9,7 +9,9 @@
 #include <cudascope/analysis/trace_reader.h>
 #include <cudascope/profiler/activities.h>
 
+#include <netdb.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,12 +79,32 @@ void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
   sub->add_option("--job", m.job, "A job label on every metric series");
 }
 
-// Before any work: --no-trace without --metrics would record into nothing.
+// Before any work: --no-trace without --metrics would record into nothing, and the address
+// must be one this machine can listen on now (the program serves it; a failure there would
+// only be logged while the run goes on without metrics).
 void check_live_metrics_options(const LiveMetricsOptions& m) {
   if (m.no_trace && m.bind.empty()) throw std::runtime_error("--no-trace needs --metrics ADDRESS:PORT (else nothing is recorded)");
-  if (!m.bind.empty() && m.bind.find(':') == std::string::npos) {
-    throw std::runtime_error("--metrics '" + m.bind + "': expected ADDRESS:PORT, e.g. 127.0.0.1:9401");
-  }
+  if (m.bind.empty()) return;
+  const std::size_t colon = m.bind.rfind(':');
+  const auto bad = [&](const std::string& why) {
+    return std::runtime_error("--metrics '" + m.bind + "': " + why + " (expected ADDRESS:PORT, e.g. 127.0.0.1:9401)");
+  };
+  if (colon == std::string::npos || colon == 0) throw bad("no address or no port");
+  std::string host = m.bind.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.c_str(), m.bind.c_str() + colon + 1, &hints, &found); rc != 0) throw bad(gai_strerror(rc));
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const bool free = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0;
+  const std::string why = free ? "" : std::strerror(errno);
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (!free) throw bad("cannot listen there: " + why);
 }
 
 // In the child, before exec.

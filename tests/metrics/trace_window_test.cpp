@@ -108,3 +108,17 @@ TEST(TraceWindowTest, DurationMustBeATime) {
   EXPECT_NE(WEXITSTATUS(pclose(pipe)), 0);
   EXPECT_THAT(output, ::testing::HasSubstr("--duration 'soon'"));
 }
+
+TEST(TraceWindowTest, RunChecksTheMetricsAddressBeforeStartingTheProgram) {
+  for (const std::string bind : {"nonsense", "127.0.0.1:notaport", "203.0.113.1:9401"}) {
+    const std::string command = std::string(CUDASCOPE_CLI_PATH) + " run --metrics " + bind +
+                                " --no-trace -- /bin/echo ran 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    std::string output;
+    char buffer[1024];
+    for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+    EXPECT_NE(WEXITSTATUS(pclose(pipe)), 0) << bind;
+    EXPECT_THAT(output, ::testing::HasSubstr("--metrics '" + bind + "'"));
+    EXPECT_THAT(output, ::testing::Not(::testing::HasSubstr("ran"))) << "the program must not start";
+  }
+}
