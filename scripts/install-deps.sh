@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages cudascope builds and tests with, if any are missing.
+# Installs the Debian 12 packages cudascope builds and tests with, if any are missing; with
+# arguments, only those packages (the demo installs its smaller set).
 # The CUDA toolkit is expected at /usr/local/cuda (without it, only the sim backend builds).
 set -euo pipefail
 
@@ -11,6 +12,8 @@ packages=(
   prometheus-cpp-dev prometheus
   dpkg-dev file
 )
+
+if [ $# -gt 0 ]; then packages=("$@"); fi
 
 missing=()
 for package in "${packages[@]}"; do
