@@ -115,12 +115,13 @@ TEST(MetricsTest, AllocatorFiguresEqualMemoryStats) {
 }
 
 TEST(MetricsTest, FragmentationIsZeroWhenNothingIsCached) {
+  // Each test runs in its own process: device 0 holds nothing once its cache is emptied.
   cuda::empty_cache();
   metrics::MetricsOptions options;
-  options.devices = {1};  // never used by these tests
+  options.devices = {0};
   const auto samples = parse_exposition(metrics::render_metrics(options));
-  EXPECT_EQ(find_sample(samples, "cudascope_memory_fragmentation_ratio", {{"device", "1"}}), 0.0);
-  EXPECT_EQ(find_sample(samples, "cudascope_memory_reserved_bytes", {{"device", "1"}, {"pool", "all"}}), 0.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_reserved_bytes", {{"device", "0"}, {"pool", "all"}}), 0.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_memory_fragmentation_ratio", {{"device", "0"}}), 0.0);
 }
 
 // Under OpenMetrics a counter `x_total` is the family `x`: no gauge may be named `x`.
@@ -203,13 +204,17 @@ TEST(MetricsTest, DeviceHealthInBaseUnits) {
   const auto telemetry = cuda::device_telemetry(0);
   const auto limit = find_sample(samples, "cudascope_gpu_power_limit_watts", {{"device", "0"}});
   EXPECT_EQ(limit.has_value(), telemetry.power_limit_milliwatts.has_value());
-  if (limit) EXPECT_GT(*limit, 10.0);
+  if (limit) {
+    EXPECT_GT(*limit, 10.0);
+  }
   EXPECT_EQ(find_sample(samples, "cudascope_gpu_memory_clock_hertz", {{"device", "0"}}).has_value(),
             telemetry.memory_clock_mhz.has_value());
   EXPECT_EQ(find_sample(samples, "cudascope_gpu_clock_event_active", {{"device", "0"}, {"reason", "sw_power_cap"}})
                 .has_value(),
             telemetry.clock_event_reasons.has_value());
-  if (cuda::backend_name() == "sim") EXPECT_FALSE(limit.has_value()) << "the sim models no power limit";
+  if (cuda::backend_name() == "sim") {
+    EXPECT_FALSE(limit.has_value()) << "the sim models no power limit";
+  }
   // One memory series per process NVML (or the sim's model) lists on the device.
   const auto processes = cuda::gpu_processes(0);
   std::size_t process_series = 0;
@@ -228,6 +233,7 @@ TEST(MetricsTest, DeviceHealthInBaseUnits) {
 }
 
 TEST(MetricsTest, PromtoolAcceptsTheExposition) {
+  if (!cudascope::testing::have_promtool()) GTEST_SKIP() << "no promtool on PATH (Debian package prometheus)";
   Allocations held;
   held.add(1 << 20);
   const std::string dir = temp_dir();
@@ -263,6 +269,7 @@ TEST(MetricsServerTest, BindFailureNamesTheAddress) {
 
 // A real Prometheus server scrapes the exporter every second; its query API returns our figure.
 TEST(PrometheusIntegrationTest, ServerScrapesAllocatorFigures) {
+  if (!cudascope::testing::have_prometheus()) GTEST_SKIP() << "no prometheus binary on PATH (Debian package prometheus)";
   Allocations held;
   held.add(5 << 20);
   metrics::MetricsServer exporter("127.0.0.1:0");

@@ -6,6 +6,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstdint>
 #include <sstream>
 
@@ -119,5 +120,7 @@ int free_port() {
   close(fd);
   return ntohs(address.sin_port);
 }
+
+bool have_promtool() { return std::system("command -v promtool > /dev/null 2>&1") == 0; }
 
 }  // namespace cudascope::testing

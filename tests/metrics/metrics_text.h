@@ -33,4 +33,8 @@ int idle_connection(int port);
 // A TCP port that was free a moment ago.
 int free_port();
 
+// Whether promtool (Debian package prometheus) is on PATH; tests that run it skip, saying
+// so, where it is not (CI installs it).
+bool have_promtool();
+
 }  // namespace cudascope::testing

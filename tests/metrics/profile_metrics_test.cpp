@@ -194,6 +194,7 @@ TEST(ProfileMetricsTest, CopiesMemsetsSyncsMemoryAndDropsAreCounted) {
 }
 
 TEST(ProfileMetricsTest, PromtoolAcceptsTheText) {
+  if (!cudascope::testing::have_promtool()) GTEST_SKIP() << "no promtool on PATH (Debian package prometheus)";
   metrics::ProfileMetrics live(options(1, true));
   std::vector<profiler::Record> records{kernel("_Z6matmulPfS_S_i", 0, 10), kernel(kNames[1], 0, 5),
                                         nvtx(profiler::RecordKind::kNvtxPush, 1, 0, "a \"quoted\" \\ range"),
