@@ -203,19 +203,23 @@ TEST(UtilByteSourceTest, DirectoriesAndMissingFilesAreNamed) {
   EXPECT_NE(error.find("/nonexistent/x.json: cannot open"), std::string::npos) << error;
 }
 
-TEST(UtilInputBudgetTest, ParsesSizesAndRejectsJunk) {
+TEST(UtilByteFormatTest, ParsesSizesAndRejectsJunk) {
   uint64_t b = 0;
   EXPECT_TRUE(parse_byte_size("512MiB", b));
   EXPECT_EQ(b, 512u << 20);
   EXPECT_TRUE(parse_byte_size("1.5GiB", b));
   EXPECT_EQ(b, 3ull << 29);
   EXPECT_TRUE(parse_byte_size("100MB", b));
-  EXPECT_EQ(b, 100000000u);
+  EXPECT_EQ(b, 100u << 20);
+  EXPECT_TRUE(parse_byte_size("16g", b));
+  EXPECT_EQ(b, 16ull << 30);
   EXPECT_TRUE(parse_byte_size("4096", b));
   EXPECT_EQ(b, 4096u);
   EXPECT_FALSE(parse_byte_size("lots", b));
   EXPECT_FALSE(parse_byte_size("12 parsecs", b));
   EXPECT_FALSE(parse_byte_size("-1GiB", b));
+  EXPECT_FALSE(parse_byte_size("GiB", b));
+  EXPECT_FALSE(parse_byte_size("1e400", b));
 }
 
 TEST(UtilInputBudgetTest, EnvironmentOverridesAndBadValuesAreNamed) {

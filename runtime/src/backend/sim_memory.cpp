@@ -2,6 +2,8 @@
 
 #include "../check.h"
 
+#include <cudascope/util/byte_format.h>
+
 #include <sys/mman.h>
 
 #include <cctype>
@@ -171,27 +173,16 @@ bool SimMemory::owns(const void* ptr) const noexcept {
 }
 
 std::size_t parse_byte_size(const char* text, const char* what) {
-  const std::string value = text;
-  std::size_t digits = 0;
-  while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
-  std::string unit = value.substr(digits);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::size_t multiplier = 0;
-  if (unit.empty() || unit == "b") multiplier = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") multiplier = 1ULL << 10;
-  else if (unit == "m" || unit == "mb" || unit == "mib") multiplier = 1ULL << 20;
-  else if (unit == "g" || unit == "gb" || unit == "gib") multiplier = 1ULL << 30;
-  else if (unit == "t" || unit == "tb" || unit == "tib") multiplier = 1ULL << 40;
-  if (digits == 0 || multiplier == 0 || digits > 15) {
+  uint64_t size = 0;
+  if (!util::parse_byte_size(text, size)) {
     throw_error(error_code::kInvalidValue, what, __FILE__, __LINE__,
-                std::string(what) + "='" + value + "' is not a byte size such as 16GiB, 512MiB or 1048576");
+                std::string(what) + "='" + text + "' is not a byte size such as 16GiB, 512MiB or 1048576");
   }
-  const std::size_t size = std::stoull(value.substr(0, digits)) * multiplier;
   if (size == 0 || size > (256ULL << 30)) {
     throw_error(error_code::kInvalidValue, what, __FILE__, __LINE__,
-                std::string(what) + "='" + value + "' must be between 1 byte and 256GiB");
+                std::string(what) + "='" + text + "' must be between 1 byte and 256GiB");
   }
-  return size;
+  return static_cast<std::size_t>(size);
 }
 
 }  // namespace cudascope::cuda::detail

@@ -1,36 +1,13 @@
 #include <cudascope/util/input_budget.h>
+#include <cudascope/util/byte_format.h>
 
-#include <cmath>
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
-#include <string_view>
 #include <sys/resource.h>
 #include <unistd.h>
 
 namespace cudascope::util {
-
-bool parse_byte_size(const std::string& text, uint64_t& bytes) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(value) || value < 0) return false;
-  std::string_view unit(end);
-  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
-  struct Unit {
-    std::string_view name;
-    double scale;
-  };
-  static constexpr Unit kUnits[] = {{"", 1.0},          {"B", 1.0},          {"KiB", 1024.0},      {"MiB", 1048576.0},
-                                    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6},
-                                    {"GB", 1e9},         {"TB", 1e12}};
-  for (const Unit& u : kUnits) {
-    if (unit != u.name) continue;
-    const double scaled = value * u.scale;
-    if (scaled >= 18446744073709551615.0) return false;
-    bytes = static_cast<uint64_t>(scaled);
-    return true;
-  }
-  return false;
-}
 
 uint64_t input_budget() {
   if (const char* env = std::getenv("CUDASCOPE_INPUT_BUDGET"); env != nullptr && *env != '\0') {

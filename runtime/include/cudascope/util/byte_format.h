@@ -1,6 +1,7 @@
 #pragma once
 // Byte counts as text, one function per format in use, so the same number reads the same
-// in the OOM message, the memory summary, the CLI and the viewer.
+// in the OOM message, the memory summary, the CLI and the viewer; and the one parser of
+// byte sizes users write.
 
 #include <cstdint>
 #include <string>
@@ -20,5 +21,10 @@ std::string format_summary_size(int64_t bytes, double reference);
 // Human-readable for tables: "512 B", "1.50 KiB", "3.25 GiB" (two decimals once scaled,
 // scaling while the value is at least 1024, up to TiB).
 std::string format_bytes(uint64_t bytes);
+
+// Parses a byte size: a number, then optionally a unit, case-insensitive and always binary
+// ("16G", "16GB" and "16GiB" are 16 << 30; "1.5GiB", "512m", "4096"). The one parser of
+// size variables (CUDASCOPE_SIM_MEMORY, CUDASCOPE_INPUT_BUDGET); false when not a size.
+bool parse_byte_size(const std::string& text, uint64_t& bytes);
 
 }  // namespace cudascope::util

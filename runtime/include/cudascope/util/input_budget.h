@@ -9,15 +9,11 @@
 namespace cudascope::util {
 
 // The default budget in bytes of (decompressed) input: CUDASCOPE_INPUT_BUDGET when set
-// (a byte size such as "512MiB", "8GiB" or "1048576"), otherwise a quarter of physical
+// (a byte size as parse_byte_size() reads it, e.g. "512MiB"), otherwise a quarter of physical
 // memory, and never more than a quarter of the address-space limit (ulimit -v) when one is
 // set. Readers hold a few times their input in parsed form, hence the quarter. Throws
 // std::invalid_argument naming the variable and value when CUDASCOPE_INPUT_BUDGET is not a size.
 uint64_t input_budget();
-
-// Parses "16GiB", "512MiB", "64KiB", "1.5GiB", "100MB" (decimal units) or plain bytes;
-// false when the text is not a size.
-bool parse_byte_size(const std::string& text, uint64_t& bytes);
 
 // "input exceeds the N MiB budget (set CUDASCOPE_INPUT_BUDGET to raise it)": the one
 // message every reader gives past its budget, so users learn one remedy.
