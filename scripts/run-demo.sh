@@ -18,11 +18,7 @@ started=$SECONDS
 steps=6
 
 # Paths as the user should type them: relative to the directory the demo was started from.
-shown() {
-  local path
-  path=$(realpath -m --relative-to="$PWD" "$1")
-  case $path in */*) echo "$path" ;; *) echo "./$path" ;; esac
-}
+shown() { realpath -m --relative-to="$PWD" "$1"; }
 step() { printf '\n[%d/%d] %s (%d s)\n' "$1" "$steps" "$2" $((SECONDS - started)); }
 done_in() { printf '      done in %d s\n' $((SECONDS - $1)); }
 indent() { sed 's/^/      /'; }
@@ -76,6 +72,7 @@ fi
 done_in $t
 # Commands are run as the user would type them, with paths relative to where the demo started.
 cs=$(shown "$build/cli/cudascope")
+case $cs in */*) ;; *) cs=./$cs ;; esac  # a bare name would be looked up on PATH
 o=$(shown "$out")
 # The demo runs on the GPU when there is one, else on the simulated device.
 export CUDASCOPE_BACKEND=${CUDASCOPE_BACKEND:-auto}
