@@ -8,6 +8,7 @@
 
 #include <cudascope/analysis/trace_reader.h>
 #include <cudascope/profiler/activities.h>
+#include <cudascope/util/library_path.h>
 
 #include <netdb.h>
 #include <poll.h>
@@ -44,15 +45,12 @@ struct RunOptions {
 // (installed bin/ and lib/, and the build tree's cli/ and lib/).
 std::string find_injection_library() {
   if (const char* path = std::getenv("CUDASCOPE_INJECT_LIBRARY"); path != nullptr && *path != '\0') return path;
-  char self[PATH_MAX] = {};
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw std::runtime_error("cannot find this executable's directory (/proc/self/exe)");
-  const std::filesystem::path dir = std::filesystem::path(std::string(self, static_cast<std::size_t>(n))).parent_path();
-  for (const auto& candidate : {dir / "../lib/libcudascope_inject.so", dir / "libcudascope_inject.so"}) {
-    if (std::filesystem::exists(candidate)) return std::filesystem::canonical(candidate).string();
-  }
-  throw std::runtime_error("libcudascope_inject.so not found in " + (dir / "../lib").string() +
-                           " (set CUDASCOPE_INJECT_LIBRARY to its path)");
+  // Beside the runtime library this command is linked with: the build tree's lib/, an
+  // installed prefix's lib/ or its multiarch lib/<triplet>/ alike.
+  const std::string found = cudascope::util::library_beside_runtime("libcudascope_inject.so");
+  if (!found.empty()) return std::filesystem::canonical(found).string();
+  throw std::runtime_error("libcudascope_inject.so not found beside the runtime library in '" +
+                           cudascope::util::runtime_library_directory() + "' (set CUDASCOPE_INJECT_LIBRARY to its path)");
 }
 
 // --- Live metrics (--metrics, --metrics-top, --metrics-label-nvtx, --job, --no-trace) ---

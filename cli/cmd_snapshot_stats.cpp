@@ -5,6 +5,8 @@
 #include <cudascope/analysis/figures.h>
 #include <cudascope/analysis/loader.h>
 
+#include <cudascope/util/byte_format.h>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -14,15 +16,7 @@ namespace {
 
 using namespace cudascope::analysis;
 
-std::string human(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
+std::string human(uint64_t bytes) { return cudascope::util::format_bytes(bytes); }
 
 nlohmann::json to_json(const std::string& file, const Figures& f) {
   nlohmann::json actions = nlohmann::json::object();
