@@ -215,18 +215,30 @@ TEST(MetricsTest, DeviceHealthInBaseUnits) {
   if (cuda::backend_name() == "sim") {
     EXPECT_FALSE(limit.has_value()) << "the sim models no power limit";
   }
-  // One memory series per process NVML (or the sim's model) lists on the device.
+  // One memory series per process NVML (or the sim's model) lists on the device. On a real
+  // GPU other processes (ctest runs tests side by side) come and go between the scrape and
+  // the second query, so there each series only has to name a live-looking pid and hold memory.
   const auto processes = cuda::gpu_processes(0);
+  const bool listing_is_stable = cuda::backend_name() == "sim";
   std::size_t process_series = 0;
   for (const auto& sample : samples) {
     if (sample.name != "cudascope_gpu_process_memory_bytes" || sample.labels.at("device") != "0") continue;
     ++process_series;
+    const std::string& pid = sample.labels.at("pid");
+    ASSERT_FALSE(pid.empty());
+    EXPECT_EQ(pid.find_first_not_of("0123456789"), std::string::npos) << pid;
+    if (!listing_is_stable) {
+      EXPECT_GE(sample.value, 0.0) << pid;
+      continue;
+    }
     const auto listed = std::find_if(processes.begin(), processes.end(),
-                                     [&](const auto& p) { return std::to_string(p.pid) == sample.labels.at("pid"); });
-    ASSERT_NE(listed, processes.end()) << sample.labels.at("pid");
+                                     [&](const auto& p) { return std::to_string(p.pid) == pid; });
+    ASSERT_NE(listed, processes.end()) << pid;
     EXPECT_EQ(sample.value, static_cast<double>(listed->used_memory_bytes));
   }
-  EXPECT_EQ(process_series, processes.size());
+  if (listing_is_stable) {
+    EXPECT_EQ(process_series, processes.size());
+  }
   EXPECT_EQ(find_sample(samples, "cudascope_gpu_memory_free_bytes", {{"device", "0"}}),
             *find_sample(samples, "cudascope_gpu_memory_total_bytes", {{"device", "0"}}) -
                 *find_sample(samples, "cudascope_gpu_memory_used_bytes", {{"device", "0"}}));
