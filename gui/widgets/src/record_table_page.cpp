@@ -4,6 +4,7 @@
 #include <cudascope/gui/segment_table_model.h>
 #include <cudascope/gui/stack_model.h>
 #include <cudascope/gui/trace_table_model.h>
+#include <cudascope/util/byte_format.h>
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -13,7 +14,6 @@
 #include <QLineEdit>
 #include <QListView>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QSplitter>
 #include <QStyledItemDelegate>
 #include <QTableView>
@@ -38,15 +38,10 @@ class UserFrameDelegate : public QStyledItemDelegate {
 }  // namespace
 
 bool parseBytes(const QString& text, uint64_t& out) {
-  static const QRegularExpression re(QStringLiteral("^\\s*([0-9]*\\.?[0-9]+)\\s*([kmgt]?)(i?b)?\\s*$"),
-                                     QRegularExpression::CaseInsensitiveOption);
-  const auto m = re.match(text);
-  if (!m.hasMatch()) return false;
-  double v = m.captured(1).toDouble();
-  const QString unit = m.captured(2).toLower();
-  const int shift = unit == "k" ? 10 : unit == "m" ? 20 : unit == "g" ? 30 : unit == "t" ? 40 : 0;
-  out = static_cast<uint64_t>(v * double(uint64_t{1} << shift));
-  return true;
+  // The one byte-size parser; people type "1.5 MiB" with a space, the parser takes none.
+  QString compact = text.simplified();
+  compact.remove(QLatin1Char(' '));
+  return cudascope::util::parse_byte_size(compact.toStdString(), out);
 }
 
 RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), kind_(kind) {
