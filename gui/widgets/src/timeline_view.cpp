@@ -1,5 +1,7 @@
 #include <cudascope/gui/timeline_view.h>
 
+#include "time_window.h"
+
 #include <cudascope/gui/record_table_model.h>
 
 #include <QKeyEvent>
@@ -51,10 +53,8 @@ void TimelineView::setRange(int64_t t0, int64_t t1) {
 }
 
 void TimelineView::zoom(double factor, double anchor) {
-  const double span = double(t1_ - t0_);
-  const double at = double(t0_) + anchor * span;
-  const double new_span = span / factor;
-  setRange(static_cast<int64_t>(at - anchor * new_span), static_cast<int64_t>(at + (1.0 - anchor) * new_span));
+  const auto [t0, t1] = detail::zoomed_window(t0_, t1_, factor, anchor);
+  setRange(t0, t1);
 }
 
 void TimelineView::pan(double fraction) {

@@ -1,5 +1,7 @@
 #include <cudascope/gui/trace_timeline_view.h>
 
+#include "time_window.h"
+
 #include <cudascope/gui/event_details_model.h>
 
 #include <QKeyEvent>
@@ -131,10 +133,8 @@ void TraceTimelineView::setRange(qint64 t0, qint64 t1) {
 }
 
 void TraceTimelineView::zoom(double factor, double anchor) {
-  const double span = double(t1_ - t0_);
-  const double at = double(t0_) + anchor * span;
-  const double next = span / factor;
-  setRange(qint64(std::llround(at - anchor * next)), qint64(std::llround(at + (1.0 - anchor) * next)));
+  const auto [t0, t1] = detail::zoomed_window(t0_, t1_, factor, anchor);
+  setRange(t0, t1);
 }
 
 void TraceTimelineView::pan(double fraction) {
