@@ -105,4 +105,29 @@ void* open_nvml() {
   return library;
 }
 
+std::vector<std::string> cublas_candidates() {
+  std::vector<std::string> sonames{"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+  std::vector<std::string> candidates = sonames;
+  // The toolkit's directory is often not on the library path of a program that did not link
+  // cuBLAS itself.
+  std::vector<std::string> directories;
+  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') directories.push_back(home);
+  directories.push_back("/usr/local/cuda");
+  for (const auto& directory : directories) {
+    for (const auto& soname : sonames) candidates.push_back(directory + "/lib64/" + soname);
+  }
+  return candidates;
+}
+
+void* open_cublas(const std::vector<std::string>& candidates) {
+  std::string error;
+  for (const auto& candidate : candidates) {
+    if (void* library = open_library(candidate, false, error)) return library;
+  }
+  std::string tried;
+  for (const auto& candidate : candidates) tried += (tried.empty() ? "" : ", ") + candidate;
+  throw_error(error_code::kNotSupported, "dlopen(libcublas.so)", __FILE__, __LINE__,
+              "cuBLAS is not available (it comes with the CUDA toolkit; tried " + tried + "): " + error);
+}
+
 }  // namespace cudascope::cuda::detail::tools

@@ -17,6 +17,9 @@
 //                        two symbols; missing: cuda::Error (kInvalidValue) naming path/symbol.
 //   NVML                 libnvidia-ml.so.1 (then libnvidia-ml.so), versioned entry points
 //                        resolved newest first; missing: cuda::Error (kNotSupported).
+//   cuBLAS               blas.h on the cuda backend: libcublas.so.13 / .12 / libcublas.so on
+//                        the library path, then in $CUDA_HOME/lib64 and /usr/local/cuda/lib64;
+//                        missing: cuda::Error (kNotSupported) naming each place tried.
 //
 // "Beside the runtime" is util::library_beside_runtime(). Libraries opened here stay loaded
 // until the process exits (their code and allocations may outlive any owner).
@@ -25,6 +28,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace cudascope::cuda::detail::tools {
 
@@ -49,5 +53,9 @@ PluggableFunctions open_pluggable_allocator(const std::string& path, const std::
                                             const std::string& free_fn);
 // NVML: the loaded library handle (symbols then found with find_symbol).
 void* open_nvml();
+// cuBLAS: the first of `candidates` that loads (default: cublas_candidates()); throws
+// cuda::Error (kNotSupported) listing them with the last loader error when none does.
+void* open_cublas(const std::vector<std::string>& candidates);
+std::vector<std::string> cublas_candidates();
 
 }  // namespace cudascope::cuda::detail::tools

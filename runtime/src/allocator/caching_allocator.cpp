@@ -140,6 +140,15 @@ void snapshot_devices(memory::Snapshot& out) {
   }
 }
 
+std::pair<void*, std::size_t> base_allocation(void* ptr, int device) {
+  ProcessAllocator& p = process();
+  CUDASCOPE_CHECK(p.mode.load() == Mode::kNative, error_code::kNotSupported, "getBaseAllocation",
+                  "memory from the " + (p.other ? p.other->name() : std::string("current")) +
+                      " allocator cannot be shared between processes; use the native caching allocator");
+  const auto base = device_allocator(resolve_device(device)).base_allocation(ptr);
+  if (base.first == nullptr) bad_pointer(ptr, "is not a live allocation of device " + std::to_string(device));
+  return base;
+}
 
 }  // namespace detail::alloc
 

@@ -8,6 +8,7 @@
 #include <cudascope/cuda/memory.h>
 
 #include <string>
+#include <utility>
 
 namespace cudascope::cuda::detail::alloc {
 
@@ -20,5 +21,9 @@ void set_recorded_addresses(int device, std::vector<std::uintptr_t> addresses);
 void set_history(const HistorySettings& settings);
 std::size_t largest_free_block(int device);
 void snapshot_devices(memory::Snapshot& out);
+// The segment (base, size) holding the allocated block at `ptr` on `device`, for CUDA IPC.
+// Throws cuda::Error when `ptr` is not a live block there, or when the process's allocator
+// is not the native one (cudaMallocAsync and pluggable allocators have no segments to share).
+std::pair<void*, std::size_t> base_allocation(void* ptr, int device);
 
 }  // namespace cudascope::cuda::detail::alloc

@@ -46,6 +46,10 @@ class DeviceAllocator {
   // What `ptr` is to this device (error messages).
   PointerKind classify(const void* ptr);
   bool record_stream(void* ptr, const StreamUse& use);
+  // The segment holding the allocated block at `ptr`: its base and size (PyTorch's
+  // getBaseAllocation, for CUDA IPC); {nullptr, 0} when `ptr` is not allocated here. Throws
+  // cuda::Error for a block of an expandable segment (not one cudaMalloc).
+  std::pair<void*, std::size_t> base_allocation(const void* ptr);
   bool owns_allocation(const void* ptr);
 
   void empty_cache();

@@ -2,6 +2,8 @@
 // and trace) and the invariant check the property tests run after every step.
 #include "device_allocator.h"
 
+#include "../check.h"
+
 #include <cudascope/cuda/instrumentation.h>
 
 #include <algorithm>
@@ -171,6 +173,19 @@ std::string DeviceAllocator::check_invariants() {
 }  // namespace cudascope::cuda::detail::alloc
 
 namespace cudascope::cuda::detail::alloc {
+
+std::pair<void*, std::size_t> DeviceAllocator::base_allocation(const void* ptr) {
+  std::lock_guard lock(mutex_);
+  const Block* block = allocated_.find(ptr);
+  if (block == nullptr) return {nullptr, 0};
+  CUDASCOPE_CHECK(block->expandable == nullptr, error_code::kNotSupported, "getBaseAllocation",
+                  "the block is in an expandable segment, which cannot be shared as one allocation "
+                  "(set expandable_segments:False to share tensors between processes)");
+  while (block->prev != nullptr) block = block->prev;
+  std::size_t size = 0;
+  for (const Block* b = block; b != nullptr; b = b->next) size += b->size;
+  return {block->ptr, size};
+}
 
 PointerKind DeviceAllocator::classify(const void* ptr) {
   std::lock_guard lock(mutex_);

@@ -10,6 +10,7 @@
 
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/event.h>
+#include <cudascope/cuda/ipc.h>
 #include <cudascope/cuda/telemetry.h>
 
 #include "tensor_kernel.h"
@@ -80,6 +81,14 @@ class Backend {
   virtual float event_elapsed_ms(EventHandle start, EventHandle end) = 0;
   virtual IpcEventHandle event_ipc_handle(int device, EventHandle event) = 0;
   virtual EventHandle event_open_ipc(int device, const IpcEventHandle& handle) = 0;
+
+  // CUDA IPC memory (ipc.h). ipc_get_mem_handle: a handle for the allocation that malloc
+  // returned at `base`. ipc_open_mem_handle: maps another process's allocation on `device`
+  // and returns its base in this process (a process cannot open its own handles, as in
+  // CUDA); ipc_close_mem_handle unmaps it.
+  virtual IpcMemHandle ipc_get_mem_handle(int device, void* base) = 0;
+  virtual void* ipc_open_mem_handle(int device, const IpcMemHandle& handle) = 0;
+  virtual void ipc_close_mem_handle(int device, void* ptr) = 0;
 
   // Copies and fills, ordered on `stream`.
   virtual void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind kind,

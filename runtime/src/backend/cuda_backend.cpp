@@ -357,6 +357,31 @@ class CudaBackend final : public Backend {
     return out;
   }
 
+  IpcMemHandle ipc_get_mem_handle(int device, void* base) override {
+    ScopedDevice on(device);
+    cudaIpcMemHandle_t handle{};
+    CUDASCOPE_CUDA_CHECK(cudaIpcGetMemHandle(&handle, base));
+    IpcMemHandle out{};
+    static_assert(sizeof(handle) == sizeof(out));
+    std::memcpy(out.data(), &handle, out.size());
+    return out;
+  }
+
+  void* ipc_open_mem_handle(int device, const IpcMemHandle& handle) override {
+    ScopedDevice on(device);
+    cudaIpcMemHandle_t cuda_handle{};
+    std::memcpy(&cuda_handle, handle.data(), handle.size());
+    void* ptr = nullptr;
+    // As torch: lazy peer access, so memory of another device is usable here too.
+    CUDASCOPE_CUDA_CHECK(cudaIpcOpenMemHandle(&ptr, cuda_handle, cudaIpcMemLazyEnablePeerAccess));
+    return ptr;
+  }
+
+  void ipc_close_mem_handle(int device, void* ptr) override {
+    ScopedDevice on(device);
+    CUDASCOPE_CUDA_CHECK(cudaIpcCloseMemHandle(ptr));
+  }
+
   EventHandle event_open_ipc(int device, const IpcEventHandle& handle) override {
     ScopedDevice on(device);
     cudaIpcEventHandle_t cuda_handle{};

@@ -179,6 +179,7 @@ void launch_float(cudaStream_t stream, const TensorKernel& k) {
       rng_grid_stride_kernel<T, Normal4, NormalTransform<T>><<<k.grid, kRngBlock, 0, stream>>>(out, k.numel, k.seed, k.offset);
       return;
     case TensorKernel::Op::kCopy: return;
+    case TensorKernel::Op::kMatmul: return;  // refused by launch_tensor_kernel_cuda
   }
 }
 
@@ -214,6 +215,7 @@ void launch_copy(cudaStream_t stream, const TensorKernel& k) {
 
 cudaError_t launch_tensor_kernel_cuda(cudaStream_t stream, const TensorKernel& k) {
   if (k.numel == 0) return cudaSuccess;
+  if (k.op == TensorKernel::Op::kMatmul) return cudaErrorNotSupported;  // cuBLAS multiplies on cuda (blas.h)
   if (k.op == TensorKernel::Op::kCopy) {
     switch (element_size(k.dtype)) {
       case 1: launch_copy<std::uint8_t>(stream, k); break;

@@ -297,6 +297,35 @@ class SimBackend final : public Backend {
     return new SimEvent(device, handle);
   }
 
+  // CUDA IPC memory: the segment moves into shared memory (sim_shared_segment.h) and the
+  // handle carries its name and size.
+  IpcMemHandle ipc_get_mem_handle(int device, void* base) override {
+    SimMemory& memory = memory_of(device, "cudaIpcGetMemHandle");
+    const std::uint64_t call_start = obs::host_time_ns();
+    // Queued work may still write the segment: let it land before the pages are copied.
+    drain_streams(device);
+    const auto [name, size] = memory.share(base);
+    report_api_call("cudaIpcGetMemHandle", call_start);
+    return encode_mem_handle(name, size);
+  }
+
+  void* ipc_open_mem_handle(int device, const IpcMemHandle& handle) override {
+    SimMemory& memory = memory_of(device, "cudaIpcOpenMemHandle");
+    const std::uint64_t call_start = obs::host_time_ns();
+    const SimMemHandle decoded = decode_mem_handle(handle);
+    CUDASCOPE_CHECK(decoded.pid != static_cast<std::uint32_t>(getpid()), error_code::kInvalidValue,
+                    "cudaIpcOpenMemHandle", "a process cannot open its own IPC memory handle (as in CUDA)");
+    void* ptr = memory.open_shared(decoded.name, decoded.size);
+    report_api_call("cudaIpcOpenMemHandle", call_start);
+    return ptr;
+  }
+
+  void ipc_close_mem_handle(int device, void* ptr) override {
+    const std::uint64_t call_start = obs::host_time_ns();
+    memory_of(device, "cudaIpcCloseMemHandle").close_shared(ptr);
+    report_api_call("cudaIpcCloseMemHandle", call_start);
+  }
+
   // Launches, copies and fills report an ApiCall on the calling thread and the device
   // activity on the stream's worker, joined by a correlation id, as CUPTI does.
   void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind kind,
@@ -403,6 +432,59 @@ class SimBackend final : public Backend {
     double energy_mj = 0;
     double power_mw() const { return 70000.0 + 6300.0 * utilization; }
   };
+
+  // The sim's cudaIpcMemHandle_t: magic, the shared-memory name, the size, the producer's pid.
+  static constexpr char kMemHandleMagic[8] = {'c', 's', 'm', 'e', 'm', 's', 'i', 'm'};
+  static constexpr std::size_t kNameAt = 8, kNameBytes = 40, kSizeAt = 48, kPidAt = 56;
+  struct SimMemHandle {
+    std::string name;
+    std::size_t size;
+    std::uint32_t pid;
+  };
+
+  static IpcMemHandle encode_mem_handle(const std::string& name, std::size_t size) {
+    IpcMemHandle handle{};
+    CUDASCOPE_CHECK(name.size() < kNameBytes, error_code::kInvalidValue, "cudaIpcGetMemHandle", "name too long: " + name);
+    std::memcpy(handle.data(), kMemHandleMagic, sizeof kMemHandleMagic);
+    std::memcpy(handle.data() + kNameAt, name.data(), name.size());
+    const std::uint64_t size64 = size;
+    const auto pid = static_cast<std::uint32_t>(getpid());
+    std::memcpy(handle.data() + kSizeAt, &size64, sizeof size64);
+    std::memcpy(handle.data() + kPidAt, &pid, sizeof pid);
+    return handle;
+  }
+
+  static SimMemHandle decode_mem_handle(const IpcMemHandle& handle) {
+    CUDASCOPE_CHECK(std::memcmp(handle.data(), kMemHandleMagic, sizeof kMemHandleMagic) == 0,
+                    error_code::kInvalidResourceHandle, "cudaIpcOpenMemHandle",
+                    "the handle was not made by the sim backend's cudaIpcGetMemHandle");
+    const char* name = reinterpret_cast<const char*>(handle.data() + kNameAt);
+    SimMemHandle decoded{std::string(name, strnlen(name, kNameBytes)), 0, 0};
+    std::uint64_t size64 = 0;
+    std::memcpy(&size64, handle.data() + kSizeAt, sizeof size64);
+    std::memcpy(&decoded.pid, handle.data() + kPidAt, sizeof decoded.pid);
+    decoded.size = static_cast<std::size_t>(size64);
+    return decoded;
+  }
+
+  // Waits for the device's queued work without reporting a synchronisation (the caller is
+  // not a synchronizing call in CUDA; the sim needs the work done to move the pages).
+  void drain_streams(int device) {
+    SimDevice& d = devices_[static_cast<std::size_t>(device)];
+    std::vector<SimStream*> streams;
+    {
+      std::lock_guard lock(d.streams_mutex);
+      if (d.default_stream) streams.push_back(d.default_stream.get());
+      for (auto& stream : d.streams) streams.push_back(stream.get());
+    }
+    for (SimStream* stream : streams) stream->synchronize();
+  }
+
+  static void report_api_call(const char* name, std::uint64_t start) {
+    if (obs::Observer* observer = obs::observer()) {
+      observer->on_api_call({name, start, obs::host_time_ns(), obs::next_correlation_id()});
+    }
+  }
 
   void check_device(int device, const char* call) const {
     CUDASCOPE_CHECK(device >= 0 && device < device_count_, error_code::kInvalidDevice, call,

@@ -1,10 +1,12 @@
 #include "sim_memory.h"
+#include "sim_shared_segment.h"
 
 #include "../check.h"
 
 #include <cudascope/util/byte_format.h>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -95,6 +97,7 @@ SimMemory::SimMemory(int device, std::size_t capacity) : device_(device), capaci
 }
 
 SimMemory::~SimMemory() {
+  for (const auto& [start, name] : shared_) shm_unlink(name.c_str());  // names must not outlive the process
   munmap(reinterpret_cast<void*>(heap_base_), capacity_);
   munmap(reinterpret_cast<void*>(vm_base_), vm_span_);
 }
@@ -118,7 +121,12 @@ void SimMemory::release(void* ptr) {
                   "pointer " + std::to_string(start) + " was not allocated on sim device " + std::to_string(device_));
   const std::size_t size = found->second;
   allocations_.erase(found);
-  madvise(ptr, size, MADV_DONTNEED);  // give the RAM back; the range stays reserved
+  if (auto shared = shared_.find(start); shared != shared_.end()) {
+    unshare_in_place(ptr, size, shared->second);
+    shared_.erase(shared);
+  } else {
+    madvise(ptr, size, MADV_DONTNEED);  // give the RAM back; the range stays reserved
+  }
   give_back(free_ranges_, start, size);
   used_ -= size;
 }
@@ -159,6 +167,50 @@ void SimMemory::unmap(void* ptr, std::size_t size) {
   madvise(ptr, size, MADV_DONTNEED);
   CUDASCOPE_CHECK(mprotect(ptr, size, PROT_NONE) == 0, error_code::kInvalidValue, "cuMemUnmap", std::strerror(errno));
   used_ -= size;
+}
+
+std::pair<std::string, std::size_t> SimMemory::share(void* base) {
+  const auto start = reinterpret_cast<std::uintptr_t>(base);
+  std::lock_guard lock(mutex_);
+  const auto found = allocations_.find(start);
+  CUDASCOPE_CHECK(found != allocations_.end(), error_code::kInvalidValue, "cudaIpcGetMemHandle",
+                  "pointer " + std::to_string(start) + " is not the start of an allocation on sim device " +
+                      std::to_string(device_));
+  if (auto shared = shared_.find(start); shared != shared_.end()) return {shared->second, found->second};
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  CUDASCOPE_CHECK(start % page == 0 && found->second % page == 0, error_code::kInvalidValue, "cudaIpcGetMemHandle",
+                  "sim device memory is shared by whole pages; the allocation of " + std::to_string(found->second) +
+                      " bytes is not page-aligned (the caching allocator's segments always are)");
+  std::string name = share_in_place(base, found->second);
+  shared_.emplace(start, name);
+  return {std::move(name), found->second};
+}
+
+void* SimMemory::open_shared(const std::string& name, std::size_t size) {
+  void* at = reserve(size);
+  try {
+    map_shared_at(at, size, name);
+  } catch (...) {
+    unreserve(at, size);
+    throw;
+  }
+  std::lock_guard lock(mutex_);
+  opened_.emplace(reinterpret_cast<std::uintptr_t>(at), size);
+  return at;
+}
+
+void SimMemory::close_shared(void* ptr) {
+  std::size_t size = 0;
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = opened_.find(reinterpret_cast<std::uintptr_t>(ptr));
+    CUDASCOPE_CHECK(found != opened_.end(), error_code::kInvalidValue, "cudaIpcCloseMemHandle",
+                    "pointer was not opened with cudaIpcOpenMemHandle on sim device " + std::to_string(device_));
+    size = found->second;
+    opened_.erase(found);
+  }
+  unmap_shared_at(ptr, size);
+  unreserve(ptr, size);
 }
 
 std::size_t SimMemory::used() const {

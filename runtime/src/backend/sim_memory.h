@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace cudascope::cuda::detail {
 
@@ -31,6 +33,15 @@ class SimMemory {
   bool map(void* ptr, std::size_t size);
   void unmap(void* ptr, std::size_t size);
 
+  // CUDA IPC (sim_shared_segment.h). share: makes the allocation at `base` visible to other
+  // processes and returns its shared-memory name and size (the same name while it lives);
+  // throws for a pointer that is not an allocation's start. open_shared maps another
+  // process's segment into this device's address space (not charged to the capacity, as
+  // CUDA does not charge opened memory to the importer); close_shared unmaps it.
+  std::pair<std::string, std::size_t> share(void* base);
+  void* open_shared(const std::string& name, std::size_t size);
+  void close_shared(void* ptr);
+
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t used() const;
   bool owns(const void* ptr) const noexcept;
@@ -47,6 +58,8 @@ class SimMemory {
   std::unordered_map<std::uintptr_t, std::size_t> allocations_;
   std::map<std::uintptr_t, std::size_t> vm_free_;       // vm address space: start -> size
   std::map<std::uintptr_t, std::size_t> vm_reserved_;   // start -> size
+  std::unordered_map<std::uintptr_t, std::string> shared_;  // allocations moved to shared memory
+  std::unordered_map<std::uintptr_t, std::size_t> opened_;  // other processes' segments mapped here
 };
 
 // Parses a byte count such as "16GiB", "512MiB", "8G", "1048576"; throws cuda::Error

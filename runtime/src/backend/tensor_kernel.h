@@ -27,6 +27,8 @@ struct TensorKernel {
     kSum,      // out[0] = sum of a[0..numel)   (out dtype: sum_dtype(dtype))
     kUniform,  // torch.rand's kernel: Philox (seed, offset), grid x 256 threads, 4 per call
     kNormal,   // torch.randn's kernel, same launch
+    kMatmul,   // out (m x n) = a (m x k) @ b (k x n), float32 row-major (mnk); sim only: the
+               // cuda backend multiplies through cuBLAS (blas.h)
   };
   Op op = Op::kFill;
   DType dtype = DType::kFloat32;
@@ -41,6 +43,7 @@ struct TensorKernel {
   std::uint64_t seed = 0;
   std::uint64_t offset = 0;
   std::uint32_t grid = 0;  // RNG kernels: blocks of kRngBlock threads
+  std::int64_t mnk[3] = {};  // kMatmul's m, n, k
 };
 
 inline constexpr std::uint32_t kRngBlock = 256;

@@ -5,6 +5,7 @@
 #include "../random/philox.h"
 #include "../tensor/scalar_convert.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace cudascope::cuda::detail {
@@ -170,6 +171,23 @@ void normal(const TensorKernel& k) {
   });
 }
 
+// cuBLAS's sgemm stand-in: float32 products summed in float, row by row.
+void matmul(const TensorKernel& k) {
+  const std::int64_t m = k.mnk[0], n = k.mnk[1], inner = k.mnk[2];
+  const auto* a = static_cast<const float*>(k.a);
+  const auto* b = static_cast<const float*>(k.b);
+  auto* out = static_cast<float*>(k.out);
+  for (std::int64_t i = 0; i < m; ++i) {
+    float* row = out + i * n;
+    std::fill(row, row + n, 0.0f);
+    for (std::int64_t p = 0; p < inner; ++p) {
+      const float scale = a[i * inner + p];
+      const float* b_row = b + p * n;
+      for (std::int64_t j = 0; j < n; ++j) row[j] += scale * b_row[j];
+    }
+  }
+}
+
 }  // namespace
 
 DType sum_dtype(DType dtype) noexcept { return is_floating_point(dtype) ? dtype : DType::kInt64; }
@@ -183,6 +201,7 @@ const char* tensor_kernel_name(const TensorKernel& kernel) noexcept {
     case TensorKernel::Op::kSum: return "cudascope::tensor::sum_kernel";
     case TensorKernel::Op::kUniform: return "cudascope::tensor::uniform_kernel";
     case TensorKernel::Op::kNormal: return "cudascope::tensor::normal_kernel";
+    case TensorKernel::Op::kMatmul: return "cudascope::blas::sgemm_kernel";
   }
   return "cudascope::tensor::kernel";
 }
@@ -197,6 +216,7 @@ void run_tensor_kernel_on_host(const TensorKernel& kernel) {
     case TensorKernel::Op::kSum: return sum(kernel);
     case TensorKernel::Op::kUniform: return uniform(kernel);
     case TensorKernel::Op::kNormal: return normal(kernel);
+    case TensorKernel::Op::kMatmul: return matmul(kernel);
   }
 }
 

@@ -64,9 +64,16 @@ Storage::Storage(Kind kind, int device, std::size_t bytes)
   }
 }
 
+Storage::Storage(int device, void* data, std::size_t bytes, std::shared_ptr<void> owner)
+    : kind_(Kind::kDevice), device_(device), bytes_(bytes), data_(data), owner_(std::move(owner)) {}
+
 Storage::~Storage() {
-  if (data_ == nullptr) return;
+  if (owner_ || data_ == nullptr) return;  // an owner releases what it owns when dropped
   try {
+    if (keeper_) {
+      keeper_(data_);  // lent to other processes (ipc.h): the keeper frees it later
+      return;
+    }
     switch (kind_) {
       case Kind::kDevice: cuda::caching_allocator_delete(data_); break;
       case Kind::kPinnedHost: cuda::host::free(data_); break;

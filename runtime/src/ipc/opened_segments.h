@@ -1,0 +1,27 @@
+#pragma once
+// The consumer's side of shared memory: other processes' segments opened here, once per
+// handle while anything uses them, as torch's getIpcDevPtr (a handle -> weak pointer cache;
+// the last holder's release closes the handle). Thread-safety: thread-safe.
+
+#include <cudascope/cuda/ipc.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace cudascope::cuda::detail::ipc {
+
+class OpenedSegments {
+ public:
+  // The segment's base in this process, mapped on `device`; the same pointer for the same
+  // handle while a previous result is alive.
+  std::shared_ptr<void> open(int device, const IpcMemHandle& handle);
+  std::size_t open_count() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<IpcMemHandle, std::weak_ptr<void>> opened_;
+};
+
+}  // namespace cudascope::cuda::detail::ipc
