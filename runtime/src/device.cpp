@@ -7,39 +7,87 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 namespace cudascope::cuda {
 namespace detail {
 namespace {
 
 std::atomic<bool> initialized{false};
+// The driver was initialised outside init() (note_driver_initialized): a fork poisons the
+// child as after init(), while is_initialized() stays false, as torch's poison_fork.
+std::atomic<bool> driver_initialized{false};
 std::atomic<bool> in_bad_fork{false};
 std::once_flag init_once;
+std::once_flag fork_handler_once;
 std::atomic<int> sync_debug_mode{0};
-// Read by every allocator call without a device. Global-dynamic (the shared library's
-// default), not initial-exec: the runtime is also loaded with dlopen (by PyTorch through
+// A DeviceGuard given an index it could not make current (it cannot throw) leaves it here:
+// the thread's next call on "the current device" throws naming it; -1 when none. Read by
+// every allocator call without a device. Global-dynamic (the shared library's default), not
+// initial-exec: the runtime is also loaded with dlopen (by PyTorch through
 // libcudascope_torch_allocator.so, by the CUDA driver through libcudascope_inject.so), and one
 // initial-exec variable puts the library's whole TLS block, the static CUDA runtime's 4 KiB
 // (4 KiB-aligned) included, into the static TLS surplus, which is far smaller: dlopen then
 // fails with "cannot allocate memory in static TLS block".
-thread_local int current_device_of_thread = 0;
+thread_local int invalid_device_of_thread = -1;
 // device_count() once the backend is initialised (0 before): resolve_device's common case
-// is then one compare, without calling the backend.
+// is then one compare after asking the backend for the current device.
 std::atomic<int> known_device_count{0};
 
 void mark_bad_fork() {
-  if (initialized.load()) in_bad_fork.store(true);
+  if (initialized.load() || driver_initialized.load()) in_bad_fork.store(true);
+}
+
+void register_fork_handler() {
+  std::call_once(fork_handler_once, [] { pthread_atfork(nullptr, nullptr, &mark_bad_fork); });
 }
 
 bool read_launch_blocking() {
   const char* value = std::getenv("CUDA_LAUNCH_BLOCKING");
   return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+// strtoul's reading of one CUDA_VISIBLE_DEVICES entry: an optional sign and the digits that
+// follow ("1gpu" is 1); -1 when there are none.
+long leading_ordinal(std::string_view entry) {
+  std::size_t i = 0;
+  while (i < entry.size() && entry[i] == ' ') ++i;
+  bool negative = false;
+  if (i < entry.size() && (entry[i] == '+' || entry[i] == '-')) negative = entry[i++] == '-';
+  long value = 0;
+  std::size_t digits = 0;
+  for (; i < entry.size() && entry[i] >= '0' && entry[i] <= '9' && digits < 9; ++i, ++digits) {
+    value = value * 10 + (entry[i] - '0');
+  }
+  if (digits == 0) return -1;
+  return negative ? -value : value;
+}
+
+[[noreturn]] void throw_invalid_index(int index, int count) {
+  throw Error(error_code::kInvalidDevice, "cudascope::cuda", __FILE__, __LINE__,
+              "device index " + std::to_string(index) + " is out of range (device_count() = " +
+                  std::to_string(count) + ")");
+}
+
+int resolve_device_slow(int device) {
+  Backend& b = lazy_backend();
+  const int count = b.device_count();
+  if (count == 0) {
+    throw Error(error_code::kNoDevice, "cudascope::cuda", __FILE__, __LINE__,
+                std::string("no device is available on the '") + b.name() + "' backend");
+  }
+  const int index = device >= 0 ? device : invalid_device_of_thread >= 0 ? invalid_device_of_thread : b.current_device();
+  if (index >= count) throw_invalid_index(index, count);
+  known_device_count.store(count, std::memory_order_release);
+  return index;
 }
 
 }  // namespace
@@ -58,7 +106,7 @@ Backend& lazy_backend() {
   Backend& selected = backend();
   if (!initialized.load(std::memory_order_acquire)) {
     std::call_once(init_once, [&] {
-      pthread_atfork(nullptr, nullptr, &mark_bad_fork);
+      register_fork_handler();
       initialized.store(true, std::memory_order_release);
       tools::start_metrics_from_environment();
     });
@@ -68,22 +116,11 @@ Backend& lazy_backend() {
 
 int resolve_device(int device) {
   const int known = known_device_count.load(std::memory_order_acquire);
-  const int current = device < 0 ? current_device_of_thread : device;
-  if (current < known && !in_bad_fork.load(std::memory_order_relaxed)) [[likely]] return current;
-  Backend& b = lazy_backend();
-  int index = device < 0 ? current_device_of_thread : device;
-  const int count = b.device_count();
-  if (count == 0) {
-    throw Error(error_code::kNoDevice, "cudascope::cuda", __FILE__, __LINE__,
-                std::string("no device is available on the '") + b.name() + "' backend");
+  if (known > 0 && invalid_device_of_thread < 0 && !in_bad_fork.load(std::memory_order_relaxed)) [[likely]] {
+    const int index = device < 0 ? backend().current_device() : device;
+    if (index < known) return index;
   }
-  if (index >= count) {
-    throw Error(error_code::kInvalidDevice, "cudascope::cuda", __FILE__, __LINE__,
-                "device index " + std::to_string(index) + " is out of range (device_count() = " +
-                    std::to_string(count) + ")");
-  }
-  known_device_count.store(count, std::memory_order_release);
-  return index;
+  return resolve_device_slow(device);
 }
 
 void on_synchronizing_call(const char* call) {
@@ -101,12 +138,43 @@ bool launch_blocking() {
   return blocking;
 }
 
-int thread_device() { return current_device_of_thread; }
+int thread_device() {
+  Backend& b = lazy_backend();
+  return invalid_device_of_thread >= 0 ? invalid_device_of_thread : b.current_device();
+}
 
+// As torch's c10::cuda::SetDevice: no cudaSetDevice when the device is already current (a
+// needless one would create a context on a device the program never uses).
 void set_thread_device(int device) {
-  if (device == current_device_of_thread) return;
-  lazy_backend().set_device(device);
-  current_device_of_thread = device;
+  Backend& b = lazy_backend();
+  invalid_device_of_thread = -1;
+  if (b.current_device() != device) b.set_device(device);
+}
+
+void note_driver_initialized() {
+  register_fork_handler();
+  driver_initialized.store(true);
+}
+
+int visible_device_count(const char* visible, int raw_count) {
+  constexpr int kMaxDevices = 64;  // torch's list when CUDA_VISIBLE_DEVICES is unset
+  if (visible == nullptr) return std::min(raw_count, kMaxDevices);
+  const std::string_view text(visible);
+  if (text.starts_with("GPU-") || text.starts_with("MIG-")) return -1;
+  std::vector<long> ordinals;
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    const long ordinal = leading_ordinal(text.substr(start, end - start));
+    if (std::find(ordinals.begin(), ordinals.end(), ordinal) != ordinals.end()) return 0;  // a repeat: none
+    if (ordinal < 0) break;
+    ordinals.push_back(ordinal);
+    start = end + 1;
+  }
+  for (std::size_t i = 0; i < ordinals.size(); ++i) {
+    if (ordinals[i] >= raw_count) return static_cast<int>(i);
+  }
+  return static_cast<int>(ordinals.size());
 }
 
 }  // namespace detail
@@ -121,12 +189,14 @@ std::string DeviceProperties::uuid_string() const {
 
 std::string backend_name() { return detail::backend().name(); }
 
+// is_available and device_count ask the backend without initialising the runtime (torch
+// counts with NVML), so a process may fork after asking and its children still use CUDA;
+// in a child forked after initialisation they still answer, as torch's cached count does.
 bool is_available() {
   try {
-    return detail::lazy_backend().device_count() > 0;
+    return detail::backend().device_count() > 0;
   } catch (const Error&) {
-    if (detail::in_bad_fork.load()) throw;
-    return false;
+    return false;  // an unknown CUDASCOPE_BACKEND: no device to offer
   }
 }
 
@@ -134,15 +204,9 @@ bool is_initialized() { return detail::initialized.load() && !detail::in_bad_for
 
 void init() { detail::lazy_backend(); }
 
-int device_count() {
-  if (detail::in_bad_fork.load()) detail::lazy_backend();  // throws the fork error
-  return detail::lazy_backend().device_count();
-}
+int device_count() { return detail::backend().device_count(); }
 
-int current_device() {
-  detail::lazy_backend();
-  return detail::current_device_of_thread;
-}
+int current_device() { return detail::thread_device(); }
 
 void set_device(int device) {
   if (device < 0) return;
@@ -220,13 +284,13 @@ void set_sync_debug_mode(const std::string& mode) {
 
 DeviceGuard::DeviceGuard(int device) noexcept {
   if (device < 0) return;
-  original_ = detail::current_device_of_thread;
   try {
+    original_ = detail::thread_device();
     detail::set_thread_device(device);
   } catch (...) {
-    // A guard cannot throw (it may be built during unwinding): an invalid index becomes
-    // the thread's device, so the first call that uses it throws and names it.
-    detail::current_device_of_thread = device;
+    // A guard cannot throw (it may be built during unwinding): the index it could not make
+    // current is remembered, so the first call that uses the current device throws naming it.
+    detail::invalid_device_of_thread = device;
   }
 }
 
@@ -235,6 +299,7 @@ DeviceGuard::~DeviceGuard() noexcept {
   try {
     detail::set_thread_device(original_);
   } catch (...) {
+    detail::invalid_device_of_thread = original_;
   }
 }
 

@@ -51,7 +51,7 @@ struct CurrentStream {
 
 // Per thread, per device. Every allocation without an explicit stream reads this, so the
 // first devices' slots are a plain array: trivially destructible (no first-use guard to
-// test). Not initial-exec: see current_device_of_thread in device.cpp. Devices beyond it
+// test). Not initial-exec: see invalid_device_of_thread in device.cpp. Devices beyond it
 // use a vector grown on first use.
 constexpr std::size_t kInlineDevices = 8;
 thread_local std::array<CurrentStream, kInlineDevices> inline_streams;
@@ -135,15 +135,24 @@ Stream default_stream(int device) {
   return Stream(Stream::Wrap{}, index, 0, 0, nullptr);
 }
 
+namespace detail {
+namespace {
+void set_current_slot(const Stream& stream) {
+  current_slot(stream.device_index()) = {stream.handle(), stream.id(), stream.priority()};
+}
+}  // namespace
+}  // namespace detail
+
+// As torch.cuda.set_stream: the stream's device becomes current too.
 void set_stream(const Stream& stream) {
-  detail::current_slot(stream.device_index()) = {stream.handle(), stream.id(), stream.priority()};
+  detail::set_thread_device(stream.device_index());
+  detail::set_current_slot(stream);
 }
 
-StreamGuard::StreamGuard(const Stream& stream) noexcept
-    : original_device_(detail::thread_device()), original_stream_on_target_(stream) {
+StreamGuard::StreamGuard(const Stream& stream) noexcept : original_device_(-1), original_stream_on_target_(stream) {
   try {
+    original_device_ = detail::thread_device();
     original_stream_on_target_ = current_stream(stream.device_index());
-    detail::set_thread_device(stream.device_index());
     set_stream(stream);
   } catch (...) {
     // Unreachable for a Stream that was constructed (its device was checked then).
@@ -152,8 +161,8 @@ StreamGuard::StreamGuard(const Stream& stream) noexcept
 
 StreamGuard::~StreamGuard() noexcept {
   try {
-    set_stream(original_stream_on_target_);
-    detail::set_thread_device(original_device_);
+    detail::set_current_slot(original_stream_on_target_);
+    if (original_device_ >= 0) detail::set_thread_device(original_device_);
   } catch (...) {
   }
 }

@@ -1,5 +1,6 @@
 // The caching allocator's behaviours, on the current backend (sim by default).
 #include "allocator_test_util.h"
+#include "backend/backend.h"
 
 #include <chrono>
 #include <cstdio>
@@ -63,6 +64,63 @@ TEST(AllocatorConfigTest, BadKeyOrValueNamesBoth) {
   EXPECT_THROW(cuda::AllocatorConfig::parse("max_split_size_mb:10"), cuda::Error);  // below 20 MB
   EXPECT_THROW(cuda::AllocatorConfig::parse("garbage_collection_threshold:1.5"), cuda::Error);
   EXPECT_THROW(cuda::AllocatorConfig::parse("roundup_power2_divisions:3"), cuda::Error);
+}
+
+TEST(AllocatorConfigTest, ParsesThePinnedKeysAsPyTorch211) {
+  const auto c = cuda::AllocatorConfig::parse(
+      "pinned_use_cuda_host_register:True,pinned_num_register_threads:8,pinned_use_background_threads:True,"
+      "pinned_reserve_segment_size_mb:64");
+  EXPECT_TRUE(c.pinned_use_cuda_host_register);
+  EXPECT_EQ(c.pinned_num_register_threads, 8u);
+  EXPECT_TRUE(c.pinned_use_background_threads);
+  EXPECT_EQ(c.pinned_reserve_segment_size, 64 * kMiB);
+  EXPECT_TRUE(cuda::AllocatorConfig::parse("pinned_use_hip_host_register:True").pinned_use_cuda_host_register);
+  const auto defaults = cuda::AllocatorConfig::parse("");
+  EXPECT_FALSE(defaults.pinned_use_cuda_host_register);
+  EXPECT_EQ(defaults.pinned_num_register_threads, 1u);
+  EXPECT_EQ(defaults.pinned_reserve_segment_size, 0u);
+}
+
+TEST(AllocatorConfigTest, BadPinnedValuesNameKeyAndValue) {
+  const auto rejects = [](const std::string& text, const std::string& key, const std::string& value) {
+    try {
+      cuda::AllocatorConfig::parse(text);
+      ADD_FAILURE() << text << ": no error";
+    } catch (const cuda::Error& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("key '" + key + "' value '" + value + "'")) << text;
+    }
+  };
+  rejects("pinned_num_register_threads:3", "pinned_num_register_threads", "3");      // not a power of 2
+  rejects("pinned_num_register_threads:256", "pinned_num_register_threads", "256");  // above 128
+  rejects("pinned_reserve_segment_size_mb:0", "pinned_reserve_segment_size_mb", "0");
+  rejects("pinned_reserve_segment_size_mb:-4", "pinned_reserve_segment_size_mb", "-4");
+  rejects("pinned_use_cuda_host_register:1", "pinned_use_cuda_host_register", "1");
+  rejects("release_lock_on_cudamalloc:yes", "release_lock_on_cudamalloc", "yes");
+}
+
+// release_lock_on_cudamalloc: while one thread's cudaMalloc runs (400 ms on the sim here),
+// another thread's allocator call on the same device either completes at once, seeing no
+// segment yet (lock released), or waits for the lock and sees the new segment (lock held).
+int release_lock_child(int, char**) {
+  std::thread first([] { cuda::caching_allocator_delete(cuda::caching_allocator_alloc(64 * kMiB)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the first thread is in cudaMalloc now
+  const auto stats = cuda::memory_stats(0);                     // takes the device lock
+  first.join();
+  std::printf("segments seen: %lld\n", static_cast<long long>(stats.at("num_device_alloc")));
+  return 0;
+}
+const ChildModeRegistrar release_lock_mode("--release-lock-child", release_lock_child);
+
+TEST(AllocatorConfigTest, ReleaseLockOnCudaMallocLetsOtherThreadsIn) {
+  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "needs the sim's modelled cudaMalloc latency";
+  const auto on = run_self({"--release-lock-child"}, {"CUDASCOPE_SIM_MALLOC_LATENCY=400ms",
+                                                      "CUDASCOPE_ALLOC_CONF=release_lock_on_cudamalloc:True"});
+  EXPECT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_THAT(on.output, ::testing::HasSubstr("segments seen: 0"));  // answered during cudaMalloc
+  const auto off = run_self({"--release-lock-child"}, {"CUDASCOPE_SIM_MALLOC_LATENCY=400ms",
+                                                       "CUDASCOPE_ALLOC_CONF=release_lock_on_cudamalloc:False"});
+  EXPECT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, ::testing::HasSubstr("segments seen: 1"));  // waited for it
 }
 
 TEST_F(AllocatorTest, SmallRequestsShareTwoMiBSegmentsRoundedTo512Bytes) {
@@ -381,6 +439,35 @@ const ChildModeRegistrar async_mode("--async-child", async_child);
 TEST(AllocatorBackendTest, MallocAsyncBackendFromTheConfiguration) {
   const auto r = run_self({"--async-child"}, {"CUDASCOPE_ALLOC_CONF=backend:cudaMallocAsync"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// cudaMallocAsync allocates on the current device, so the allocator makes the block's device
+// current for the call; the caller's current device must be the same afterwards. (The sim's
+// malloc_async refuses a device that is not current, so the switch is checked too.)
+int async_device_child(int, char**) {
+  if (cuda::device_count() < 2) return 0;
+  for (const int current : {0, 1}) {
+    const int other = 1 - current;
+    cuda::set_device(current);
+    const std::int64_t before = cuda::memory_allocated(other);
+    void* p = cuda::caching_allocator_alloc(1 << 20, other);
+    if (cuda::current_device() != current || cuda::detail::backend().current_device() != current) return 2;
+    if (cuda::memory_allocated(other) - before != (1 << 20)) return 3;
+    cuda::caching_allocator_delete(p);
+    if (cuda::detail::backend().current_device() != current) return 4;
+    if (cuda::memory_allocated(other) != before) return 5;
+  }
+  cuda::set_device(0);
+  return 0;
+}
+const ChildModeRegistrar async_device_mode("--async-device-child", async_device_child);
+
+TEST(AllocatorBackendTest, MallocAsyncLeavesTheCurrentDeviceAsItFoundIt) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  const auto r = run_self({"--async-device-child"}, {"CUDASCOPE_ALLOC_CONF=backend:cudaMallocAsync"});
+  EXPECT_EQ(r.exit_code, 0) << "2: the allocation changed the current device, 3: not counted on the asked device, "
+                               "4: the free changed the current device, 5: the free was not counted\n"
+                            << r.output;
 }
 
 }  // namespace

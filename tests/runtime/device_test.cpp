@@ -1,16 +1,21 @@
 #include "test_support.h"
 
+#include "backend/backend.h"
+#include "runtime_state.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <stdexcept>
 
 namespace cuda = cudascope::cuda;
 
 TEST(DeviceTest, IsAvailableWithDevices) {
   ASSERT_TRUE(cuda::is_available()) << "backend " << cuda::backend_name();
-  EXPECT_TRUE(cuda::is_initialized());
   EXPECT_GE(cuda::device_count(), 1);
+  cuda::init();
+  EXPECT_TRUE(cuda::is_initialized());
 }
 
 TEST(DeviceTest, PropertiesAreConsistent) {
@@ -148,11 +153,16 @@ TEST(SyncDebugTest, RejectsUnknownModes) {
 
 TEST(ForkTest, ChildForkedAfterInitCannotUseTheRuntime) {
   cuda::init();
+  const int parent_count = cuda::device_count();
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    // As torch: the count still answers in the child (it initialises nothing), is_initialized
+    // is false, and whatever needs the runtime throws.
+    if (cuda::device_count() != parent_count || !cuda::is_available()) _exit(4);
+    if (cuda::is_initialized()) _exit(5);
     try {
-      cuda::device_count();
+      cuda::current_device();
       _exit(1);  // should have thrown
     } catch (const cuda::Error& e) {
       _exit(std::string(e.what()).find("Cannot re-initialize CUDA in forked subprocess") != std::string::npos ? 0 : 2);
@@ -163,8 +173,98 @@ TEST(ForkTest, ChildForkedAfterInitCannotUseTheRuntime) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 3: wrong exception type";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: wrong message, 3: wrong exception type, 4: the count "
+                                       "changed or threw, 5: is_initialized() true in the child";
   EXPECT_NO_THROW(cuda::device_count());  // the parent is unaffected
+}
+
+namespace {
+// Child, in a fresh process: asking is_available / device_count / is_initialized initialises
+// nothing, and a child forked after asking allocates (exit codes name what failed).
+int count_without_init_child(int, char**) {
+  if (cuda::is_initialized()) return 2;
+  if (!cuda::is_available() || cuda::device_count() < 1) return 3;
+  if (cuda::is_initialized()) return 4;
+  const pid_t pid = fork();
+  if (pid < 0) return 5;
+  if (pid == 0) {
+    try {
+      void* p = cuda::caching_allocator_alloc(1 << 20);
+      const bool counted = cuda::memory_allocated() == (1 << 20);
+      cuda::caching_allocator_delete(p);
+      cuda::synchronize();
+      _exit(counted && cuda::is_initialized() ? 0 : 6);
+    } catch (const std::exception& e) {
+      std::printf("forked child: %s\n", e.what());
+      std::fflush(stdout);
+      _exit(7);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status)) return 8;
+  if (WEXITSTATUS(status) != 0) return 10 + WEXITSTATUS(status);
+  cuda::init();
+  return cuda::is_initialized() ? 0 : 9;
+}
+const cudascope::testing::ChildModeRegistrar count_without_init_mode{"--count-without-init-child",
+                                                                     &count_without_init_child};
+}  // namespace
+
+TEST(LazyInitTest, CountingInitialisesNothingAndAForkedChildStillAllocates) {
+  const auto r = cudascope::testing::run_self({"--count-without-init-child"});
+  EXPECT_EQ(r.exit_code, 0) << "2: initialised at start, 3: no device, 4: initialised by asking, 16/17: the child "
+                               "forked after asking could not allocate\n"
+                            << r.output;
+}
+
+TEST(LazyInitTest, VisibleDevicesAreReadAsTorchReadsThem) {
+  using cuda::detail::visible_device_count;
+  EXPECT_EQ(visible_device_count(nullptr, 4), 4);
+  EXPECT_EQ(visible_device_count(nullptr, 100), 64);
+  EXPECT_EQ(visible_device_count("1,0", 4), 2);
+  EXPECT_EQ(visible_device_count(" 2 , 3", 4), 2);
+  EXPECT_EQ(visible_device_count("1gpu,2", 4), 2);    // strtoul's reading: the leading digits
+  EXPECT_EQ(visible_device_count("0,5,1", 4), 1);     // cut at the first ordinal the machine lacks
+  EXPECT_EQ(visible_device_count("0,-1,2", 4), 1);    // a negative ordinal ends the list
+  EXPECT_EQ(visible_device_count("0,x,2", 4), 1);     // so does one that is not a number
+  EXPECT_EQ(visible_device_count("0,1,0", 4), 0);     // a repeated ordinal hides every device
+  EXPECT_EQ(visible_device_count("", 4), 0);
+  EXPECT_EQ(visible_device_count("GPU-5a3c", 4), -1);  // UUIDs: the driver is asked instead
+  EXPECT_EQ(visible_device_count("MIG-1234", 4), -1);
+}
+
+// A raw cudaSetDevice in other code (here the backend's own set_device, which is exactly
+// cudaSetDevice on the cuda backend) is seen by every later call on "the current device".
+TEST(DeviceStateTest, DeviceChangedBehindTheRuntimesBackIsUsed) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  cuda::init();
+  ASSERT_EQ(cuda::current_device(), 0);
+  cuda::detail::backend().set_device(1);
+  EXPECT_EQ(cuda::current_device(), 1);
+  EXPECT_EQ(cuda::Stream().device_index(), 1);
+  EXPECT_EQ(cuda::current_stream().device_index(), 1);
+  const std::int64_t before0 = cuda::memory_allocated(0), before1 = cuda::memory_allocated(1);
+  void* p = cuda::caching_allocator_alloc(1 << 20);
+  EXPECT_EQ(cuda::memory_allocated(1) - before1, 1 << 20);
+  EXPECT_EQ(cuda::memory_allocated(0), before0);
+  cuda::caching_allocator_delete(p);
+  {
+    cuda::DeviceGuard guard(0);
+    EXPECT_EQ(guard.original_device(), 1);
+    EXPECT_EQ(cuda::detail::backend().current_device(), 0);
+  }
+  EXPECT_EQ(cuda::detail::backend().current_device(), 1) << "the guard restored a stale device";
+  cuda::detail::backend().set_device(0);
+  EXPECT_EQ(cuda::current_device(), 0);
+}
+
+TEST(DeviceStateTest, SetDeviceReachesTheBackend) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  cuda::set_device(1);
+  EXPECT_EQ(cuda::detail::backend().current_device(), 1);
+  cuda::set_device(0);
+  EXPECT_EQ(cuda::detail::backend().current_device(), 0);
 }
 
 namespace {

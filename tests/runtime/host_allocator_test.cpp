@@ -3,6 +3,7 @@
 // every step (single- and multi-threaded, run under ASan and TSan by .ci/sanitizers.sh).
 #include "test_support.h"
 
+#include "backend/backend.h"
 #include "host_allocator/host_allocator.h"
 #include "runtime_state.h"
 
@@ -128,6 +129,110 @@ TEST(HostAllocatorTest, ProcessAllocatorBacksPinnedTensorsAndEmptiesItsCache) {
 }
 
 namespace {
+using cuda::detail::HostAllocatorOptions;
+
+// True when a host-to-device copy from `host` returns while its stream is still busy: the
+// memory is pinned (a copy from pageable memory returns only once done, on sim as on CUDA).
+bool copies_asynchronously(void* host, std::size_t bytes) {
+  cuda::detail::Backend& backend = cuda::detail::lazy_backend();
+  cuda::Stream stream;
+  void* device = cuda::caching_allocator_alloc(bytes, 0, stream);
+  cuda::busy_wait(300ms, stream);
+  backend.memcpy_async(0, device, host, bytes, cuda::detail::CopyKind::kHostToDevice, stream.handle());
+  const bool returned_early = !stream.query();
+  stream.synchronize();
+  cuda::caching_allocator_delete(device);
+  return returned_early;
+}
+}  // namespace
+
+TEST(HostAllocatorOptionsTest, HostRegisterPinsOrdinaryMemoryWithSeveralThreads) {
+  HostAllocatorOptions options;
+  options.use_host_register = true;
+  options.num_register_threads = 4;
+  CachingHostAllocator allocator(cuda::detail::lazy_backend(), options);
+  const std::size_t bytes = 1 << 20;  // 256 pages: each of the 4 threads touches 64
+  auto* block = static_cast<unsigned char*>(allocator.allocate(bytes));
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 0x5a, bytes);
+  EXPECT_TRUE(copies_asynchronously(block, bytes));
+  std::vector<unsigned char> pageable(bytes, 1);
+  EXPECT_FALSE(copies_asynchronously(pageable.data(), bytes)) << "the control: pageable memory copies synchronously";
+  EXPECT_EQ(allocator.stats().host_alloc_time.count, 1);
+  allocator.free(block);
+  allocator.empty_cache();  // cudaHostUnregister + free; registering the range again must work
+  EXPECT_EQ(allocator.stats().num_host_free, 1);
+  EXPECT_EQ(allocator.stats().host_free_time.count, 1);
+  void* again = allocator.allocate(bytes);
+  EXPECT_TRUE(copies_asynchronously(again, bytes));
+  allocator.free(again);
+  EXPECT_EQ(allocator.check_invariants(), "");
+}
+
+TEST(HostAllocatorOptionsTest, ReserveSegmentServesRequestsUntilUsedUp) {
+  HostAllocatorOptions options;
+  options.reserve_segment_bytes = 1 << 20;
+  CachingHostAllocator allocator(cuda::detail::lazy_backend(), options);
+  auto* a = static_cast<char*>(allocator.allocate(1000));   // a 1 KiB block, one 4 KiB step
+  auto* b = static_cast<char*>(allocator.allocate(5000));   // 8 KiB, two steps
+  auto* c = static_cast<char*>(allocator.allocate(2 << 20));  // larger than the segment
+  EXPECT_EQ(b - a, 4096);
+  EXPECT_TRUE(c < a || c >= a + (1 << 20));
+  EXPECT_TRUE(copies_asynchronously(b, 8192)) << "reserve memory is pinned";
+  cuda::detail::HostStats s = allocator.stats();
+  EXPECT_EQ(s.num_host_alloc, 3);          // three blocks
+  EXPECT_EQ(s.host_alloc_time.count, 2);   // two calls into the backend: the segment and c
+  allocator.free(a);
+  allocator.free(c);
+  allocator.empty_cache();
+  s = allocator.stats();
+  EXPECT_EQ(s.num_host_free, 1);  // c only: reserve blocks stay cached
+  EXPECT_EQ(s.allocations.current, 2);
+  EXPECT_EQ(allocator.allocate(600), a);  // the cached reserve block
+  EXPECT_EQ(allocator.check_invariants(), "");
+  allocator.free(a);
+  allocator.free(b);
+}
+
+TEST(HostAllocatorOptionsTest, BackgroundThreadReturnsBlocksWithoutAnAllocation) {
+  for (const bool background : {false, true}) {
+    SCOPED_TRACE(background ? "background thread" : "no background thread");
+    HostAllocatorOptions options;
+    options.use_background_threads = background;
+    CachingHostAllocator allocator(cuda::detail::lazy_backend(), options);
+    cuda::Stream stream;
+    void* block = allocator.allocate(1 << 16);
+    ASSERT_TRUE(allocator.record_stream(block, stream.device_index(), stream.handle()));
+    cuda::busy_wait(100ms, stream);
+    allocator.free(block);
+    EXPECT_EQ(allocator.pending_blocks(), 1u);
+    stream.synchronize();
+    const auto deadline = std::chrono::steady_clock::now() + 3s;
+    while (allocator.cached_blocks() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+      if (!background && std::chrono::steady_clock::now() + 2700ms > deadline) break;  // 300 ms is plenty
+    }
+    // Without the thread, blocks wait for the next allocation (or empty_cache) to look at them.
+    EXPECT_EQ(allocator.cached_blocks(), background ? 1u : 0u);
+    EXPECT_EQ(allocator.allocate(1 << 16), block);
+    allocator.free(block);
+    EXPECT_EQ(allocator.check_invariants(), "");
+  }
+}
+
+TEST(HostAllocatorOptionsTest, ProcessAllocatorFollowsTheAllocatorSettings) {
+  cuda::memory::set_allocator_settings("pinned_use_cuda_host_register:True,pinned_num_register_threads:2");
+  void* block = cuda::host::allocate(3 << 20);  // a size no other test caches
+  cuda::memory::set_allocator_settings("");
+  EXPECT_TRUE(cuda::host::is_pinned(block));
+  EXPECT_TRUE(copies_asynchronously(block, 3 << 20));
+  const auto before = cuda::host_memory_stats();
+  cuda::host::free(block);
+  cuda::empty_host_cache();  // returned as registered memory: unregistered, then freed
+  EXPECT_EQ(cuda::host_memory_stats().at("num_host_free"), before.at("num_host_free") + 1);
+}
+
+namespace {
 // Random operations on one allocator from one thread: allocate sizes from 1 B to 1 MiB, free,
 // mark blocks as used on a few streams (with short kernels queued there), empty the cache,
 // synchronise a stream; the invariants hold after each, and every live block keeps the bytes
@@ -188,6 +293,22 @@ TEST(HostAllocatorPropertyTest, RandomSequencesKeepTheInvariants) {
     EXPECT_EQ(s.num_host_alloc, s.num_host_free);
     EXPECT_EQ(allocator.pending_blocks(), 0u);
   }
+}
+
+TEST(HostAllocatorPropertyTest, PinnedOptionsKeepTheInvariantsUnderThreads) {
+  HostAllocatorOptions options;
+  options.use_host_register = true;
+  options.num_register_threads = 2;
+  options.use_background_threads = true;
+  options.reserve_segment_bytes = 4 << 20;
+  CachingHostAllocator allocator(cuda::detail::lazy_backend(), options);
+  std::vector<std::thread> threads;
+  for (std::uint32_t t = 0; t < 3; ++t) {
+    threads.emplace_back([&allocator, t] { random_walk(allocator, 200 + t, property_ops(3000) / 3, t == 0); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(allocator.check_invariants(), "");
+  EXPECT_EQ(allocator.stats().active_requests.current, 0);
 }
 
 TEST(HostAllocatorPropertyTest, ConcurrentThreadsKeepTheInvariants) {

@@ -99,6 +99,20 @@ TEST(StreamGuardTest, SwitchesDeviceToTheStreamsAndRestoresBothOnException) {
   cuda::set_stream(cuda::default_stream(0));
 }
 
+TEST(StreamTest, SetStreamMakesTheStreamsDeviceCurrent) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  ASSERT_EQ(cuda::current_device(), 0);
+  cuda::Stream on_one(1);
+  cuda::set_stream(on_one);
+  EXPECT_EQ(cuda::current_device(), 1);
+  EXPECT_EQ(cuda::current_stream(), on_one);  // "the current stream" now means device 1's
+  cuda::set_stream(cuda::default_stream(0));
+  EXPECT_EQ(cuda::current_device(), 0);
+  EXPECT_EQ(cuda::current_stream(1), on_one);  // each device keeps its own current stream
+  cuda::set_stream(cuda::default_stream(1));
+  cuda::set_device(0);
+}
+
 TEST(StreamTest, CurrentStreamIsPerThread) {
   cuda::Stream stream;
   cuda::set_stream(stream);

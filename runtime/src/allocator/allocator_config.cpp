@@ -44,7 +44,7 @@ class Parser {
         config.expandable_segments = boolean(key);
       } else if (key == "release_lock_on_cudamalloc") {
         config.release_lock_on_cudamalloc = boolean(key);
-      } else if (key == "pinned_use_cuda_host_register") {
+      } else if (key == "pinned_use_cuda_host_register" || key == "pinned_use_hip_host_register") {
         config.pinned_use_cuda_host_register = boolean(key);
       } else if (key == "pinned_use_background_threads") {
         config.pinned_use_background_threads = boolean(key);
@@ -55,11 +55,18 @@ class Parser {
         const std::size_t threads = to_unsigned(key, value);
         if (!is_power_of_two(threads) || threads > 128) fail(key, value, "must be a power of 2, at most 128");
         config.pinned_num_register_threads = threads;
+      } else if (key == "pinned_reserve_segment_size_mb") {
+        const std::string value = value_of(key);
+        const std::size_t mb = to_unsigned(key, value);
+        if (mb == 0) fail(key, value, "must be greater than 0");
+        if (mb > std::numeric_limits<std::size_t>::max() / kMB) fail(key, value, "too large");
+        config.pinned_reserve_segment_size = mb * kMB;
       } else {
         fail(key, "", "unknown key; valid: max_split_size_mb, max_non_split_rounding_mb, "
                       "garbage_collection_threshold, roundup_power2_divisions, backend, expandable_segments, "
                       "release_lock_on_cudamalloc, pinned_use_cuda_host_register, pinned_num_register_threads, "
-                      "pinned_use_background_threads, graph_capture_record_stream_reuse");
+                      "pinned_use_background_threads, pinned_reserve_segment_size_mb, "
+                      "graph_capture_record_stream_reuse");
       }
       if (i_ + 1 < tokens_.size()) expect(",", key);
     }

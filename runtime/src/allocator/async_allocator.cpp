@@ -1,40 +1,51 @@
-// backend:cudaMallocAsync: stream-ordered allocation by the driver's memory pool. On the
-// cuda backend cudaMallocAsync/cudaFreeAsync are looked up in the loaded CUDA runtime; the
-// sim device has no pools and allocates directly (its streams complete work in order, so
-// the observable behaviour is the same).
+// backend:cudaMallocAsync: stream-ordered allocation by the driver's memory pool
+// (cudaMallocAsync / cudaFreeAsync of the runtime's own CUDA runtime; the sim device frees on
+// the stream). Each call makes the block's device current, as cudaMallocAsync needs, and
+// restores the device it found, as PyTorch's CudaMallocAsyncAllocator does with a CUDAGuard:
+// the caller's current device is never changed behind its back.
 #include "raw_allocator.h"
 
 #include <cudascope/cuda/error.h>
 
-#include <dlfcn.h>
-
-#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
 namespace cudascope::cuda::detail::alloc {
 namespace {
 
-using MallocAsync = int (*)(void**, std::size_t, void*);
-using FreeAsync = int (*)(void*, void*);
+// The backend's current device set to `device` for one call, the previous one restored.
+class OnDevice {
+ public:
+  OnDevice(Backend& backend, int device) : backend_(backend), previous_(backend.current_device()) {
+    if (previous_ != device) backend_.set_device(device);
+    else previous_ = -1;
+  }
+  ~OnDevice() {
+    if (previous_ < 0) return;
+    try {
+      backend_.set_device(previous_);
+    } catch (...) {
+      // The device was valid a moment ago; nothing useful to do in a destructor.
+    }
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  Backend& backend_;
+  int previous_;
+};
 
 class AsyncAllocator final : public RawAllocator {
  public:
-  explicit AsyncAllocator(Backend& backend) : backend_(backend) {
-    if (std::strcmp(backend.name(), "cuda") == 0) {
-      malloc_async_ = reinterpret_cast<MallocAsync>(dlsym(RTLD_DEFAULT, "cudaMallocAsync"));
-      free_async_ = reinterpret_cast<FreeAsync>(dlsym(RTLD_DEFAULT, "cudaFreeAsync"));
-    }
-  }
+  explicit AsyncAllocator(Backend& backend) : backend_(backend) {}
   std::string name() const override { return "cudaMallocAsync"; }
 
   void* alloc(std::size_t size, int device, StreamHandle stream) override {
     void* ptr = nullptr;
-    if (malloc_async_ != nullptr) {
-      backend_.set_device(device);
-      if (malloc_async_(&ptr, size, stream) != 0) ptr = nullptr;
-    } else {
-      ptr = backend_.malloc(device, size);
+    {
+      OnDevice on(backend_, device);
+      ptr = backend_.malloc_async(device, size, stream);
     }
     if (ptr == nullptr) {
       throw OutOfMemoryError("cudaMallocAsync", __FILE__, __LINE__,
@@ -65,12 +76,8 @@ class AsyncAllocator final : public RawAllocator {
         a->decrease(kLargePool, static_cast<std::int64_t>(l.size));
       }
     }
-    if (free_async_ != nullptr) {
-      backend_.set_device(l.device);
-      free_async_(ptr, l.stream);
-    } else {
-      backend_.free(l.device, ptr);
-    }
+    OnDevice on(backend_, l.device);
+    backend_.free_async(l.device, ptr, l.stream);
     return true;
   }
 
@@ -94,8 +101,6 @@ class AsyncAllocator final : public RawAllocator {
     StreamHandle stream = nullptr;
   };
   Backend& backend_;
-  MallocAsync malloc_async_ = nullptr;
-  FreeAsync free_async_ = nullptr;
   std::mutex mutex_;
   std::unordered_map<void*, Live> live_;
   std::unordered_map<int, DeviceStats> stats_;

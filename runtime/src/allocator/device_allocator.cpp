@@ -86,8 +86,9 @@ void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::i
   bool found = get_free_block(p);
   if (!found) {
     if (set_fraction_ && config().garbage_collection_threshold > 0.0) garbage_collect_cached_blocks(ctx);
-    found = alloc_block(p, false, ctx) || (release_available_cached_blocks(p, ctx) && alloc_block(p, false, ctx)) ||
-            (release_cached_blocks(ctx) && alloc_block(p, true, ctx));
+    found = alloc_block(p, false, ctx, lock) ||
+            (release_available_cached_blocks(p, ctx) && alloc_block(p, false, ctx, lock)) ||
+            (release_cached_blocks(ctx) && alloc_block(p, true, ctx, lock));
   }
   if (!found) raise_oom(p, std::move(ctx), lock);
   const bool split = should_split(p.block, size);
@@ -130,7 +131,8 @@ bool DeviceAllocator::get_free_block(AllocParams& p) {
   return true;
 }
 
-bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx) {
+bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx,
+                                  std::unique_lock<DeviceLock>& lock) {
   const std::size_t size = p.alloc_size;
   if (is_retry) stats_.num_alloc_retries += 1;
   if (set_fraction_ && total_allocated_memory_ + size > allowed_memory_maximum_) {
@@ -142,7 +144,22 @@ bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPt
     p.oom = p.block == nullptr;
     return p.block != nullptr;
   }
-  void* ptr = backend_.malloc(device_, size);
+  void* ptr = nullptr;
+  if (config().release_lock_on_cudamalloc) {
+    // PyTorch's release_lock_on_cudamalloc: cudaMalloc may take milliseconds; other threads
+    // use this device's cache meanwhile. The new segment joins the pools after relocking,
+    // and nothing found before the unlock is used after it.
+    lock.unlock();
+    try {
+      ptr = backend_.malloc(device_, size);
+    } catch (...) {
+      lock.lock();
+      throw;
+    }
+    lock.lock();
+  } else {
+    ptr = backend_.malloc(device_, size);
+  }
   if (ptr == nullptr) {
     p.oom = true;
     return false;

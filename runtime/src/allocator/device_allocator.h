@@ -103,7 +103,8 @@ class DeviceAllocator {
   bool should_split(const Block* block, std::size_t size) const;
 
   bool get_free_block(AllocParams& p);
-  bool alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx);
+  // `lock` holds mutex_; release_lock_on_cudamalloc releases it around the backend's malloc.
+  bool alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx, std::unique_lock<DeviceLock>& lock);
   Block* alloc_found_block(AllocParams& p, std::size_t orig_size, ContextPtr ctx, bool split);
   void free_block(Block* block, const ContextPtr& ctx);
   std::size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool);

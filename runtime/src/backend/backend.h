@@ -40,8 +40,14 @@ class Backend {
   virtual const char* name() const noexcept = 0;
 
   // Devices.
-  virtual int device_count() = 0;  // 0 when no device (never throws for that)
+  // 0 when no device (never throws for that). Creates no context, so a process may still
+  // fork after asking: on cuda NVML counts (CUDA_VISIBLE_DEVICES applied as torch applies it)
+  // and only where NVML cannot answer does cudaGetDeviceCount initialise the driver.
+  virtual int device_count() = 0;
   virtual DeviceProperties properties(int device) = 0;
+  // The calling thread's current device, as the backend holds it (cudaGetDevice): code
+  // outside the runtime may change it (a raw cudaSetDevice), so the runtime asks, never caches.
+  virtual int current_device() = 0;
   virtual void set_device(int device) = 0;  // the calling thread's device
   virtual void synchronize_device(int device) = 0;
   virtual std::pair<std::size_t, std::size_t> mem_get_info(int device) = 0;
@@ -54,6 +60,15 @@ class Backend {
   virtual void free(int device, void* ptr) = 0;
   virtual void* malloc_host_pinned(std::size_t size) = 0;
   virtual void free_host_pinned(void* ptr) = 0;
+  // Page-locks ordinary host memory [ptr, ptr+size) so copies from and to it are asynchronous
+  // (cudaHostRegister), and undoes it (cudaHostUnregister; ptr as registered).
+  virtual void host_register(void* ptr, std::size_t size) = 0;
+  virtual void host_unregister(void* ptr) = 0;
+  // Stream-ordered allocation (cudaMallocAsync / cudaFreeAsync) from the memory pool of
+  // `device`, which must be the calling thread's current device: cudaMallocAsync takes the
+  // current device's pool. malloc_async returns nullptr when the device is out of memory.
+  virtual void* malloc_async(int device, std::size_t size, StreamHandle stream) = 0;
+  virtual void free_async(int device, void* ptr, StreamHandle stream) = 0;
 
   // Virtual memory, for expandable segments. map/unmap work in multiples of granularity().
   virtual std::size_t vm_granularity(int device) = 0;

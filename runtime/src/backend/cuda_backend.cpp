@@ -8,10 +8,12 @@
 
 #include "../check.h"
 #include "../runtime_state.h"
+#include "../tool_loader.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -93,12 +95,12 @@ CUmemAllocationProp allocation_prop(int device) {
   return prop;
 }
 
-// Makes `device` current on the calling thread for one backend call. The runtime's cached
-// thread device answers the common case without a driver call.
+// Makes `device` current on the calling thread for one backend call and restores the
+// previous one, as torch's CUDAGuard: the current device is asked of the CUDA runtime (a
+// thread-local read there), never cached, since code outside the runtime may change it.
 class ScopedDevice {
  public:
   explicit ScopedDevice(int device) {
-    if (thread_device() == device) return;
     CUDASCOPE_CUDA_CHECK(cudaGetDevice(&previous_));
     if (previous_ != device) CUDASCOPE_CUDA_CHECK(cudaSetDevice(device));
     else previous_ = -1;
@@ -122,19 +124,44 @@ bool done_or_throw(cudaError_t status, const char* call) {
   throw_error(static_cast<int>(status), call, __FILE__, __LINE__, cudaGetErrorString(status));
 }
 
+// NVML's count of the machine's GPUs; -1 when NVML is missing or fails. NVML creates no CUDA
+// context, so asking leaves the process free to fork (torch's _device_count_nvml).
+int nvml_raw_device_count() {
+  try {
+    void* library = tools::open_nvml();
+    auto* init = reinterpret_cast<int (*)()>(tools::find_symbol(library, {"nvmlInit_v2", "nvmlInit"}));
+    auto* count = reinterpret_cast<int (*)(unsigned int*)>(
+        tools::find_symbol(library, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}));
+    unsigned int n = 0;
+    if (init == nullptr || count == nullptr || init() != 0 || count(&n) != 0) return -1;
+    return static_cast<int>(n);
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
+// The devices this process may use, without initialising the driver where NVML can tell;
+// otherwise cudaGetDeviceCount, which runs cuInit: from then on a forked child cannot use
+// CUDA, and the runtime treats a fork as it does after initialisation (torch's poison_fork).
+int count_devices() {
+  const int raw = nvml_raw_device_count();
+  const int visible = raw < 0 ? -1 : visible_device_count(std::getenv("CUDA_VISIBLE_DEVICES"), raw);
+  if (visible >= 0) return visible;
+  note_driver_initialized();
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: zero devices, as torch reports
+    count = 0;
+  }
+  return count;
+}
+
 class CudaBackend final : public Backend {
  public:
   const char* name() const noexcept override { return "cuda"; }
 
   int device_count() override {
-    std::call_once(count_once_, [this] {
-      int count = 0;
-      if (cudaGetDeviceCount(&count) != cudaSuccess) {
-        cudaGetLastError();  // no driver or no device: zero devices, as torch reports
-        count = 0;
-      }
-      device_count_ = count;
-    });
+    std::call_once(count_once_, [this] { device_count_ = count_devices(); });
     return device_count_;
   }
 
@@ -168,6 +195,11 @@ class CudaBackend final : public Backend {
     return out;
   }
 
+  int current_device() override {
+    int device = 0;
+    CUDASCOPE_CUDA_CHECK(cudaGetDevice(&device));
+    return device;
+  }
   void set_device(int device) override { CUDASCOPE_CUDA_CHECK(cudaSetDevice(device)); }
 
   void synchronize_device(int device) override {
@@ -221,6 +253,28 @@ class CudaBackend final : public Backend {
     return ptr;
   }
   void free_host_pinned(void* ptr) override { CUDASCOPE_CUDA_CHECK(cudaFreeHost(ptr)); }
+  void host_register(void* ptr, std::size_t size) override {
+    CUDASCOPE_CUDA_CHECK(cudaHostRegister(ptr, size, cudaHostRegisterDefault));
+  }
+  void host_unregister(void* ptr) override { CUDASCOPE_CUDA_CHECK(cudaHostUnregister(ptr)); }
+
+  // The caller has made `device` current (as PyTorch's CudaMallocAsyncAllocator does); the
+  // guard here costs one cudaGetDevice and keeps a wrong caller from allocating elsewhere.
+  void* malloc_async(int device, std::size_t size, StreamHandle stream) override {
+    ScopedDevice on(device);
+    void* ptr = nullptr;
+    const cudaError_t status = cudaMallocAsync(&ptr, size, static_cast<cudaStream_t>(stream));
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    CUDASCOPE_CUDA_CHECK(status);
+    return ptr;
+  }
+  void free_async(int device, void* ptr, StreamHandle stream) override {
+    ScopedDevice on(device);
+    CUDASCOPE_CUDA_CHECK(cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream)));
+  }
 
   std::size_t vm_granularity(int device) override {
     const CUmemAllocationProp prop = allocation_prop(device);
@@ -468,13 +522,6 @@ class CudaBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
 
-bool cuda_backend_has_device() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
+bool cuda_backend_has_device() { return count_devices() > 0; }
 
 }  // namespace cudascope::cuda::detail

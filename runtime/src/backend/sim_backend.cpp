@@ -48,7 +48,32 @@ std::size_t read_capacity() {
   return parse_byte_size(text, "CUDASCOPE_SIM_MEMORY");
 }
 
+// CUDASCOPE_SIM_MALLOC_LATENCY ("300us", "2ms", "1s"; default 0): how long the simulated
+// cudaMalloc takes, for studies of allocator behaviour under a driver's real cost (on a GPU a
+// cudaMalloc takes tens of microseconds to milliseconds).
+std::chrono::microseconds read_malloc_latency() {
+  const char* text = std::getenv("CUDASCOPE_SIM_MALLOC_LATENCY");
+  if (text == nullptr || *text == '\0') return std::chrono::microseconds(0);
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  const std::string unit = end != nullptr ? end : "";
+  long long scale = -1;
+  if (unit == "us") scale = 1;
+  if (unit == "ms") scale = 1000;
+  if (unit == "s") scale = 1000000;
+  if (value == 0 && unit.empty()) scale = 0;
+  CUDASCOPE_CHECK(end != text && value >= 0 && scale >= 0 && value <= 60LL * 1000000 / std::max(scale, 1LL),
+                  error_code::kInvalidValue, "CUDASCOPE_SIM_MALLOC_LATENCY",
+                  std::string("CUDASCOPE_SIM_MALLOC_LATENCY='") + text +
+                      "' must be a duration of at most 60 s with a unit: us, ms or s (e.g. 300us)");
+  return std::chrono::microseconds(value * scale);
+}
+
 namespace obs = cudascope::cuda::instrumentation;
+
+// The calling thread's current device (cudaSetDevice / cudaGetDevice). Global-dynamic TLS
+// (the shared library's default), never initial-exec: the runtime is also loaded with dlopen.
+thread_local int current_device_of_thread = 0;
 
 // The kernel the cuda backend's launch_spin runs, by the name CUPTI reports for it.
 constexpr const char* kSpinKernelName = "cudascope::cuda::detail::(anonymous namespace)::cudascope_spin_kernel(unsigned long long)";
@@ -76,7 +101,8 @@ void observed_sync(obs::SyncActivity::Type type, int device, std::int64_t stream
 
 class SimBackend final : public Backend {
  public:
-  SimBackend() : device_count_(read_device_count()), capacity_(read_capacity()) {
+  SimBackend()
+      : device_count_(read_device_count()), capacity_(read_capacity()), malloc_latency_(read_malloc_latency()) {
     devices_ = std::make_unique<SimDevice[]>(static_cast<std::size_t>(device_count_));
     // Like the driver, the sim backend loads the tool named by CUDA_INJECTION64_PATH, so
     // `cudascope run` records programs on sim as it does on a GPU (tool_loader.h).
@@ -151,7 +177,12 @@ class SimBackend final : public Backend {
     return props;
   }
 
-  void set_device(int device) override { check_device(device, "cudaSetDevice"); }
+  // Per thread, as the CUDA runtime keeps it; device 0 until the thread sets one.
+  int current_device() override { return current_device_of_thread; }
+  void set_device(int device) override {
+    check_device(device, "cudaSetDevice");
+    current_device_of_thread = device;
+  }
 
   void synchronize_device(int device) override {
     check_device(device, "cudaDeviceSynchronize");
@@ -183,7 +214,11 @@ class SimBackend final : public Backend {
                     "device " + std::to_string(device) + " cannot access itself as a peer");
   }
 
-  void* malloc(int device, std::size_t size) override { return memory_of(device, "cudaMalloc").allocate(size); }
+  void* malloc(int device, std::size_t size) override {
+    SimMemory& memory = memory_of(device, "cudaMalloc");
+    if (malloc_latency_.count() > 0) std::this_thread::sleep_for(malloc_latency_);
+    return memory.allocate(size);
+  }
   void free(int device, void* ptr) override {
     synchronize_device(device);  // cudaFree synchronises the device
     memory_of(device, "cudaFree").release(ptr);
@@ -200,6 +235,34 @@ class SimBackend final : public Backend {
       pinned_.erase(reinterpret_cast<std::uintptr_t>(ptr));
     }
     std::free(ptr);
+  }
+  // Registered memory counts as pinned for copies, as cudaHostRegister makes it.
+  void host_register(void* ptr, std::size_t size) override {
+    std::lock_guard lock(pinned_mutex_);
+    const bool added = pinned_.emplace(reinterpret_cast<std::uintptr_t>(ptr), size == 0 ? 1 : size).second;
+    CUDASCOPE_CHECK(added, error_code::kInvalidValue, "cudaHostRegister",
+                    "the memory is already registered or pinned");
+  }
+  void host_unregister(void* ptr) override {
+    std::lock_guard lock(pinned_mutex_);
+    CUDASCOPE_CHECK(pinned_.erase(reinterpret_cast<std::uintptr_t>(ptr)) == 1, error_code::kInvalidValue,
+                    "cudaHostUnregister", "the memory is not registered");
+  }
+
+  // As cudaMallocAsync, from the pool of the calling thread's current device: a caller that
+  // did not make `device` current is an error here, where on a GPU it would silently
+  // allocate on the wrong device.
+  void* malloc_async(int device, std::size_t size, StreamHandle) override {
+    CUDASCOPE_CHECK(current_device_of_thread == device, error_code::kInvalidDevice, "cudaMallocAsync",
+                    "asked for device " + std::to_string(device) + " while device " +
+                        std::to_string(current_device_of_thread) +
+                        " is current (cudaMallocAsync allocates from the current device's pool)");
+    return memory_of(device, "cudaMallocAsync").allocate(size);
+  }
+  // Stream-ordered: the memory returns to the device once the work queued before it is done.
+  void free_async(int device, void* ptr, StreamHandle stream) override {
+    SimMemory& memory = memory_of(device, "cudaFreeAsync");
+    stream_of(device, stream).enqueue([&memory, ptr] { memory.release(ptr); });
   }
 
   std::size_t vm_granularity(int device) override {
@@ -522,6 +585,7 @@ class SimBackend final : public Backend {
 
   const int device_count_;
   const std::size_t capacity_;
+  const std::chrono::microseconds malloc_latency_;
   std::unique_ptr<SimDevice[]> devices_;
   std::atomic<std::int64_t> next_stream_id_{1};
   std::mutex pinned_mutex_;

@@ -1,8 +1,11 @@
 // The caching host allocator (PyTorch's CachingHostAllocator algorithm): sizes rounded up to a
 // power of two, exact-size reuse from a free list per power, and blocks freed while device
-// work may still read them held back until events recorded at free time complete.
+// work may still read them held back until events recorded at free time complete. New memory
+// comes from cudaHostAlloc, or malloc + cudaHostRegister, or a reserve segment carved in
+// 4 KiB steps, as PyTorch's pinned_* settings choose.
 #include "host_allocator.h"
 
+#include "../allocator/device_allocator.h"
 #include "../check.h"
 #include "../runtime_state.h"
 
@@ -12,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 namespace cudascope::cuda::detail {
 namespace {
@@ -38,6 +42,17 @@ std::int64_t microseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
 }
 
+constexpr std::size_t kPage = 4096;
+std::size_t round_up_to_page(std::size_t size) { return (size + kPage - 1) / kPage * kPage; }
+
+// Writes the first byte of each page of [begin, end) of `base` (page-aligned), so the kernel
+// maps them before cudaHostRegister pins them (PyTorch's mapPagesForRegister).
+void touch_pages(char* base, std::size_t begin, std::size_t end) {
+  for (std::size_t offset = round_up_to_page(begin); offset < end; offset += kPage) {
+    static_cast<volatile char*>(base)[offset] = 0;
+  }
+}
+
 }  // namespace
 
 void DurationStat::add(std::int64_t us) noexcept {
@@ -47,9 +62,28 @@ void DurationStat::add(std::int64_t us) noexcept {
   ++count;
 }
 
-CachingHostAllocator::CachingHostAllocator(Backend& backend) : backend_(backend) {}
+HostAllocatorOptions host_allocator_options(const AllocatorConfig& config) {
+  HostAllocatorOptions options;
+  options.use_host_register = config.pinned_use_cuda_host_register;
+  options.num_register_threads = config.pinned_num_register_threads;
+  options.use_background_threads = config.pinned_use_background_threads;
+  options.reserve_segment_bytes = config.pinned_reserve_segment_size;
+  return options;
+}
+
+CachingHostAllocator::CachingHostAllocator(Backend& backend, HostAllocatorOptions options)
+    : backend_(backend), fixed_(options) {}
+
+CachingHostAllocator::CachingHostAllocator(Backend& backend, OptionsSource source)
+    : backend_(backend), source_(source) {}
 
 CachingHostAllocator::~CachingHostAllocator() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (background_.joinable()) background_.join();
   for (const PendingEvent& pending : pending_) {
     try {
       backend_.event_synchronize(pending.device, pending.event);
@@ -67,9 +101,113 @@ CachingHostAllocator::~CachingHostAllocator() {
   }
   for (auto& [address, block] : blocks_) {
     try {
-      backend_.free_host_pinned(block->ptr);
+      return_memory(block->ptr, block->origin);
     } catch (...) {
     }
+  }
+  if (reserve_.base != nullptr) {
+    try {
+      return_memory(reserve_.base, reserve_.origin);
+    } catch (...) {
+    }
+  }
+}
+
+void* CachingHostAllocator::register_host_memory(std::size_t size, std::size_t threads) {
+  char* base = static_cast<char*>(std::aligned_alloc(kPage, round_up_to_page(size)));
+  CUDASCOPE_CHECK(base != nullptr, error_code::kMemoryAllocation, "malloc",
+                  "could not allocate " + std::to_string(size) + " bytes of host memory to register");
+  try {
+    if (threads > 1 && size >= kPage * threads) {
+      // Faulting the pages in is most of the cost for large blocks; the threads split it.
+      std::vector<std::thread> workers;
+      for (std::size_t i = 0; i < threads; ++i) {
+        const std::size_t begin = size * i / threads;
+        const std::size_t end = i + 1 == threads ? size : size * (i + 1) / threads;
+        workers.emplace_back(touch_pages, base, begin, end);
+      }
+      for (std::thread& worker : workers) worker.join();
+    } else {
+      touch_pages(base, 0, size);
+    }
+    backend_.host_register(base, size);
+  } catch (...) {
+    std::free(base);
+    throw;
+  }
+  return base;
+}
+
+void* CachingHostAllocator::allocate_pinned(std::size_t size, const HostAllocatorOptions& options, Origin& origin) {
+  const auto start = std::chrono::steady_clock::now();
+  void* ptr = nullptr;
+  if (options.use_host_register) {
+    ptr = register_host_memory(size, options.num_register_threads);
+    origin = Origin::kRegistered;
+  } else {
+    ptr = backend_.malloc_host_pinned(size);
+    origin = Origin::kHostAlloc;
+  }
+  const std::int64_t took = microseconds_since(start);
+  CUDASCOPE_CHECK(ptr != nullptr, error_code::kMemoryAllocation, "cudaHostAlloc",
+                  "could not allocate " + std::to_string(size) + " bytes of pinned host memory");
+  std::lock_guard lock(mutex_);
+  stats_.host_alloc_time.add(took);
+  return ptr;
+}
+
+void CachingHostAllocator::return_memory(void* ptr, Origin origin) {
+  switch (origin) {
+    case Origin::kHostAlloc: backend_.free_host_pinned(ptr); break;
+    case Origin::kRegistered:
+      backend_.host_unregister(ptr);
+      std::free(ptr);
+      break;
+    case Origin::kReserve: break;  // the segment is returned as a whole, at destruction
+  }
+}
+
+// The reserve segment is made at the first allocation that needs new memory, with the size
+// configured then; if that fails, the next allocation tries again.
+void CachingHostAllocator::ensure_reserve() {
+  std::call_once(reserve_once_, [this] {
+    const HostAllocatorOptions opts = options();
+    if (opts.reserve_segment_bytes == 0) return;
+    Origin origin = Origin::kHostAlloc;
+    void* base = allocate_pinned(opts.reserve_segment_bytes, opts, origin);
+    reserve_ = Reserve{static_cast<char*>(base), opts.reserve_segment_bytes, 0, origin};
+  });
+}
+
+void* CachingHostAllocator::obtain_memory(std::size_t size, Origin& origin) {
+  ensure_reserve();
+  if (reserve_.base != nullptr) {
+    const std::size_t step = round_up_to_page(size);
+    std::lock_guard lock(mutex_);
+    if (reserve_.size - reserve_.used >= step) {
+      void* ptr = reserve_.base + reserve_.used;
+      reserve_.used += step;
+      origin = Origin::kReserve;
+      return ptr;
+    }
+  }
+  return allocate_pinned(size, options(), origin);
+}
+
+void CachingHostAllocator::start_background_thread() {
+  std::call_once(background_once_, [this] { background_ = std::thread(&CachingHostAllocator::background_loop, this); });
+}
+
+// PyTorch's thread polls every 100 us forever; this one sleeps while no event is pending.
+void CachingHostAllocator::background_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    if (pending_.empty()) {
+      wake_.wait(lock, [this] { return stop_ || !pending_.empty(); });
+    } else {
+      wake_.wait_for(lock, std::chrono::microseconds(100), [this] { return stop_; });
+    }
+    if (!stop_) process_events_locked();
   }
 }
 
@@ -87,10 +225,13 @@ void* CachingHostAllocator::allocate(std::size_t size) {
   if (size == 0) return nullptr;
   const std::size_t rounded = round_up_power_of_two(size);
   using Action = instrumentation::AllocatorEvent::Action;
+  const bool background = options().use_background_threads;
   {
     std::lock_guard lock(mutex_);
-    process_events_locked();
+    // With a background thread, only this size's pending blocks are looked at here.
+    if (!background) process_events_locked();
     std::vector<Block*>& list = free_lists_[bin_of(rounded)];
+    if (list.empty() && background) process_events_locked(rounded);
     if (!list.empty()) {
       Block* block = list.back();
       list.pop_back();
@@ -101,19 +242,17 @@ void* CachingHostAllocator::allocate(std::size_t size) {
       return block->ptr;
     }
   }
+  if (background) start_background_thread();
   // Slow path, outside the lock: cudaHostAlloc takes the driver's global lock and may take
   // milliseconds for large sizes.
-  const auto start = std::chrono::steady_clock::now();
-  void* ptr = backend_.malloc_host_pinned(rounded);
-  const std::int64_t took = microseconds_since(start);
-  CUDASCOPE_CHECK(ptr != nullptr, error_code::kMemoryAllocation, "cudaHostAlloc",
-                  "could not allocate " + std::to_string(rounded) + " bytes of pinned host memory");
+  Origin origin = Origin::kHostAlloc;
+  void* ptr = obtain_memory(rounded, origin);
   auto block = std::make_unique<Block>();
   block->ptr = ptr;
   block->size = rounded;
   block->allocated = true;
+  block->origin = origin;
   std::lock_guard lock(mutex_);
-  stats_.host_alloc_time.add(took);
   ++stats_.num_host_alloc;
   increase(stats_.allocations, 1);
   increase(stats_.allocated_bytes, static_cast<std::int64_t>(rounded));
@@ -160,6 +299,7 @@ void CachingHostAllocator::free(void* ptr) {
     ++block.event_count;
   }
   block.streams.clear();
+  wake_.notify_one();
 }
 
 EventHandle CachingHostAllocator::take_event_locked(int device) {
@@ -174,9 +314,9 @@ EventHandle CachingHostAllocator::take_event_locked(int device) {
 
 // Events complete in order per stream but not across streams: like PyTorch, look at every
 // pending event, not only up to the first that is not ready.
-void CachingHostAllocator::process_events_locked() {
+void CachingHostAllocator::process_events_locked(std::size_t only_size) {
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (!backend_.event_query(it->device, it->event)) {
+    if ((only_size != 0 && it->block->size != only_size) || !backend_.event_query(it->device, it->event)) {
       ++it;
       continue;
     }
@@ -218,7 +358,14 @@ void CachingHostAllocator::empty_cache() {
     std::lock_guard lock(mutex_);
     process_events_locked();
     for (std::vector<Block*>& list : free_lists_) {
+      // Blocks carved from the reserve segment stay cached: the segment is never returned
+      // piecemeal (PyTorch drops them from its lists and never reuses their space).
+      std::vector<Block*> kept;
       for (Block* block : list) {
+        if (block->origin == Origin::kReserve) {
+          kept.push_back(block);
+          continue;
+        }
         auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(block->ptr));
         // Counted as returned now, so the statistics always equal a recount of blocks_.
         ++stats_.num_host_free;
@@ -228,13 +375,13 @@ void CachingHostAllocator::empty_cache() {
         doomed.push_back(std::move(it->second));
         blocks_.erase(it);
       }
-      list.clear();
+      list = std::move(kept);
     }
   }
   // cudaFreeHost outside the lock: it synchronises with the device and may take a while.
   for (std::unique_ptr<Block>& block : doomed) {
     const auto start = std::chrono::steady_clock::now();
-    backend_.free_host_pinned(block->ptr);
+    return_memory(block->ptr, block->origin);
     const std::int64_t took = microseconds_since(start);
     std::lock_guard lock(mutex_);
     stats_.host_free_time.add(took);
@@ -320,7 +467,8 @@ std::string CachingHostAllocator::check_invariants() const {
 
 CachingHostAllocator& process_host_allocator() {
   // Never destroyed: pinned memory may be freed from static destructors at exit.
-  static CachingHostAllocator* const allocator = new CachingHostAllocator(lazy_backend());
+  static CachingHostAllocator* const allocator = new CachingHostAllocator(
+      lazy_backend(), +[] { return host_allocator_options(alloc::config()); });
   return *allocator;
 }
 

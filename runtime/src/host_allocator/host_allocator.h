@@ -1,16 +1,20 @@
 #pragma once
 // The caching host allocator behind host_memory.h, as PyTorch's CachingHostAllocator:
-// power-of-two blocks, a free list per size, and event-tracked reuse. One instance serves the
-// process (process_host_allocator()); tests build their own on the process's backend.
+// power-of-two blocks, a free list per size, and event-tracked reuse, with PyTorch's pinned_*
+// settings (HostAllocatorOptions). One instance serves the process (process_host_allocator(),
+// which reads the settings from the allocator configuration at each use); tests build their
+// own on the process's backend with fixed options.
 //
-// Thread-safety: every method is thread-safe (one mutex; the backend's pinned alloc and free
-// run outside it).
+// Thread-safety: every method is thread-safe (one mutex; the backend's pinned alloc, register
+// and free run outside it).
 
 #include "../backend/backend.h"
 
+#include <cudascope/cuda/allocator_config.h>
 #include <cudascope/cuda/memory.h>
 
 #include <array>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -18,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -36,10 +41,22 @@ struct HostStats {
   DurationStat host_alloc_time, host_free_time;
 };
 
+// The allocator configuration's pinned_* keys (allocator_config.h says what each does).
+struct HostAllocatorOptions {
+  bool use_host_register = false;        // pinned_use_cuda_host_register
+  std::size_t num_register_threads = 1;  // pinned_num_register_threads
+  bool use_background_threads = false;   // pinned_use_background_threads
+  std::size_t reserve_segment_bytes = 0;  // pinned_reserve_segment_size_mb, in bytes
+};
+
 class CachingHostAllocator {
  public:
-  explicit CachingHostAllocator(Backend& backend);
-  ~CachingHostAllocator();  // returns every block it still holds
+  using OptionsSource = HostAllocatorOptions (*)();
+  explicit CachingHostAllocator(Backend& backend, HostAllocatorOptions options = {});
+  // Options read from `source` at each use (the process's allocator configuration, which
+  // set_allocator_settings may change); the reserve segment's size is read once.
+  CachingHostAllocator(Backend& backend, OptionsSource source);
+  ~CachingHostAllocator();  // stops the background thread and returns every block it holds
   CachingHostAllocator(const CachingHostAllocator&) = delete;
   CachingHostAllocator& operator=(const CachingHostAllocator&) = delete;
 
@@ -59,12 +76,21 @@ class CachingHostAllocator {
   std::string check_invariants() const;
 
  private:
+  // How a block's memory was obtained, so it is returned the same way.
+  enum class Origin { kHostAlloc, kRegistered, kReserve };
   struct Block {
     void* ptr = nullptr;
     std::size_t size = 0;
     bool allocated = false;
     int event_count = 0;
+    Origin origin = Origin::kHostAlloc;
     std::vector<std::pair<int, StreamHandle>> streams;  // used on, since it was handed out
+  };
+  struct Reserve {
+    char* base = nullptr;
+    std::size_t size = 0;
+    std::size_t used = 0;
+    Origin origin = Origin::kHostAlloc;
   };
   struct PendingEvent {
     int device;
@@ -73,13 +99,33 @@ class CachingHostAllocator {
   };
   static constexpr std::size_t kBins = 64;
 
-  void process_events_locked();
+  HostAllocatorOptions options() const { return source_ != nullptr ? source_() : fixed_; }
+  // Pinned memory for a new block of `size` bytes: from the reserve segment when it has room,
+  // else from the backend (timed); `origin` says which.
+  void* obtain_memory(std::size_t size, Origin& origin);
+  void* allocate_pinned(std::size_t size, const HostAllocatorOptions& options, Origin& origin);
+  void* register_host_memory(std::size_t size, std::size_t threads);
+  void return_memory(void* ptr, Origin origin);
+  void ensure_reserve();
+  void start_background_thread();
+  void background_loop();
+  // Returns the blocks whose events have all completed to their free lists; only blocks of
+  // `only_size` bytes when it is not 0 (pinned_use_background_threads' allocation path).
+  void process_events_locked(std::size_t only_size = 0);
   void release_locked(Block& block);
   EventHandle take_event_locked(int device);
   void notify(int action, const Block& block) const;
   Block* block_containing_locked(const void* ptr) const;
 
   Backend& backend_;
+  const HostAllocatorOptions fixed_;
+  const OptionsSource source_ = nullptr;
+  std::once_flag reserve_once_;
+  Reserve reserve_;  // written once (reserve_once_), then `used` under mutex_
+  std::once_flag background_once_;
+  std::thread background_;
+  std::condition_variable wake_;  // a pending event was added, or stop_
+  bool stop_ = false;
   mutable std::mutex mutex_;
   std::map<std::uintptr_t, std::unique_ptr<Block>> blocks_;  // by address
   std::array<std::vector<Block*>, kBins> free_lists_;
@@ -89,6 +135,8 @@ class CachingHostAllocator {
 };
 
 CachingHostAllocator& process_host_allocator();
+// The pinned_* settings of an allocator configuration.
+HostAllocatorOptions host_allocator_options(const AllocatorConfig& config);
 // host_memory_stats()'s keys and values for `stats`.
 std::map<std::string, std::int64_t> host_stats_map(const HostStats& stats);
 

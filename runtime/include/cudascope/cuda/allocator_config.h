@@ -20,10 +20,20 @@ struct AllocatorConfig {
   std::size_t max_non_split_rounding_size = 20u << 20;
   double garbage_collection_threshold = 0.0;
   bool expandable_segments = false;
+  // The device lock is released while cudaMalloc runs, so other threads keep allocating
+  // from the cache meanwhile (not with expandable segments, as PyTorch).
   bool release_lock_on_cudamalloc = false;
+  // Pinned host memory (host_memory.h) from malloc + cudaHostRegister instead of
+  // cudaHostAlloc, its pages first touched by pinned_num_register_threads threads (a power of
+  // two, at most 128) so the driver's global lock is held only for the registration.
   bool pinned_use_cuda_host_register = false;
   std::size_t pinned_num_register_threads = 1;
+  // A background thread returns pinned blocks whose stream work is done to the cache, instead
+  // of each allocation looking at every pending event.
   bool pinned_use_background_threads = false;
+  // pinned_reserve_segment_size_mb: one pinned segment of this size made at the first pinned
+  // allocation; requests are carved from it (4 KiB-rounded) until it is used up. 0: none.
+  std::size_t pinned_reserve_segment_size = 0;
   bool graph_capture_record_stream_reuse = false;
   std::string backend = "native";  // "native" or "cudaMallocAsync"
   std::array<std::size_t, kRoundupIntervals> roundup_power2_divisions{};

@@ -1,6 +1,10 @@
 #pragma once
-// Devices: torch.cuda's device functions. All are thread-safe; the first call of any of
-// them initialises the backend lazily (nothing touches CUDA before).
+// Devices: torch.cuda's device functions. All are thread-safe. The first call of any of
+// them but is_available, device_count and is_initialized initialises the runtime lazily;
+// those three answer without creating a context, so a process may still fork after asking.
+//
+// The current device is the backend's (cudaGetDevice), asked on every use, never cached:
+// a raw cudaSetDevice in other code, or a library's own device guard, is seen at once.
 
 #include <array>
 #include <cstddef>
@@ -41,13 +45,20 @@ struct DeviceProperties {
 // default cuda). An unknown name throws, listing the valid ones.
 std::string backend_name();
 
+// True when the backend has a device. Counts with NVML on cuda (CUDA_VISIBLE_DEVICES applied
+// as torch applies it), falling back to cudaGetDeviceCount, which initialises the driver.
 bool is_available();
+// True once the runtime is initialised in this process (false in a child forked after).
 bool is_initialized();
 // Initialises the backend now. In a child forked after initialisation this and every other
 // entry point throw, as torch does ("Cannot re-initialize CUDA in forked subprocess").
 void init();
+// The devices this process may use; as is_available, without initialising the runtime.
 int device_count();
+// The calling thread's current device, as the backend holds it.
 int current_device();
+// Makes `device` current on the calling thread (negative: no-op); throws for an index out of
+// range.
 void set_device(int device);
 void synchronize(int device = -1);
 

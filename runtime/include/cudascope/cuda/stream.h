@@ -61,7 +61,8 @@ class ExternalStream : public Stream {
 
 Stream current_stream(int device = -1);
 Stream default_stream(int device = -1);
-// Makes `stream` current for its device on this thread (torch.cuda.set_stream).
+// Makes `stream` current for its device on this thread and that device the thread's current
+// device (torch.cuda.set_stream). Not restored: StreamGuard is the scoped form.
 void set_stream(const Stream& stream);
 
 // torch.cuda.stream(s): makes `stream` current and its device the current device, and
