@@ -8,7 +8,7 @@ which="${1:-all}"
 jobs="${CUDASCOPE_JOBS:-2}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF
         -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF)
-targets=(runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test host_allocator_test analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test)
+targets=(runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test allocator_model_test host_allocator_test analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test)
 export CUDASCOPE_BACKEND=sim
 
 run() {  # run BUILD_DIR TEST...
@@ -29,6 +29,8 @@ if [[ "$which" == all || "$which" == asan ]]; then
   cmake --build build-asan -j "$jobs" --target "${targets[@]}"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run build-asan runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test host_allocator_test
+  # memory_stats against the reference model of the statistics, key by key after every step.
+  run build-asan allocator_model_test
   # The snapshot loaders take untrusted files: their tests and fuzz corpus under ASan too.
   run build-asan analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test
 fi
