@@ -97,7 +97,6 @@ SimMemory::SimMemory(int device, std::size_t capacity) : device_(device), capaci
 }
 
 SimMemory::~SimMemory() {
-  for (const auto& [start, name] : shared_) shm_unlink(name.c_str());  // names must not outlive the process
   munmap(reinterpret_cast<void*>(heap_base_), capacity_);
   munmap(reinterpret_cast<void*>(vm_base_), vm_span_);
 }

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace cudascope::cuda::detail {
 namespace {
@@ -21,6 +23,33 @@ namespace {
 void remap_anonymous(void* at, std::size_t size, int protection, const char* call) {
   void* mapped = mmap(at, size, protection, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   if (mapped == MAP_FAILED) fail(error_code::kInvalidValue, call, "remapping sim device memory");
+}
+
+// The names of segments shared now. The sim backend is never destroyed (work may run during
+// exit), so its segments are never freed at exit: their names are removed here instead, as
+// the driver releases a process's IPC memory when it exits.
+class LiveNames {
+ public:
+  void add(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    names_.insert(name);
+  }
+  void remove(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    names_.erase(name);
+  }
+  ~LiveNames() {
+    for (const auto& name : names_) shm_unlink(name.c_str());
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> names_;
+};
+
+LiveNames& live_names() {
+  static LiveNames names;
+  return names;
 }
 
 }  // namespace
@@ -51,12 +80,14 @@ std::string share_in_place(void* ptr, std::size_t size) {
     errno = saved;
     fail(error_code::kMemoryAllocation, "cudaIpcGetMemHandle", "mapping shared memory '" + name + "'");
   }
+  live_names().add(name);
   return name;
 }
 
 void unshare_in_place(void* ptr, std::size_t size, const std::string& name) {
   remap_anonymous(ptr, size, PROT_READ | PROT_WRITE, "cudaFree");
   shm_unlink(name.c_str());
+  live_names().remove(name);
 }
 
 void map_shared_at(void* at, std::size_t size, const std::string& name) {

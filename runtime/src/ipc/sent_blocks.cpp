@@ -63,6 +63,18 @@ void SentBlocks::drop(std::vector<Share>& shares) {
   shares.clear();
 }
 
+void SentBlocks::drop_events_at_exit() noexcept {
+  std::lock_guard lock(mutex_);
+  for (auto& [data, block] : blocks_) {
+    for (Share& share : block.shares) {
+      try {
+        share.event.reset();
+      } catch (...) {
+      }
+    }
+  }
+}
+
 std::size_t SentBlocks::lent_blocks() const {
   std::lock_guard lock(mutex_);
   std::size_t count = 0;

@@ -32,6 +32,11 @@ class SentBlocks {
   // Frees the released blocks whose counters all read 0; true when one was freed.
   bool collect();
 
+  // At exit on the sim backend: destroys the shares' events, whose shared-memory names would
+  // otherwise outlive the process (on cuda the driver reclaims them; destroying CUDA events
+  // during exit is not safe).
+  void drop_events_at_exit() noexcept;
+
   std::size_t lent_blocks() const;   // storage still in use by the producer
   std::size_t limbo_blocks() const;  // released by the producer, some counter above 0
   // Interprocess events held by shares; the caller synchronises instead past a limit, as

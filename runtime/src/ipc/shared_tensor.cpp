@@ -28,13 +28,16 @@ struct IpcState {
   detail::ipc::OpenedSegments opened;
 };
 
-// Never destroyed: storages freed during exit still call into it. Only the counters files'
-// names go at exit, so that /dev/shm does not fill up with them.
+// Never destroyed: storages freed during exit still call into it. Only the shared-memory
+// names go at exit (counters files; on sim the events' too), so /dev/shm does not fill up.
 IpcState& state() {
   static auto* s = new IpcState();
   static const struct NamesAtExit {
     IpcState* state;
-    ~NamesAtExit() { state->counters.unlink_all(); }
+    ~NamesAtExit() {
+      state->counters.unlink_all();
+      if (std::string(detail::backend().name()) == "sim") state->sent.drop_events_at_exit();
+    }
   } names_at_exit{s};
   return *s;
 }

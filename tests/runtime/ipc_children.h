@@ -1,0 +1,19 @@
+#pragma once
+// The consumer processes of the IPC tests (ipc_children.cpp): each is this test executable
+// started with a flag and a SharedTensorHandle's text, run through cudascope::testing::run_self.
+//
+//   --ipc-write-child TEXT   opens the tensor twice (one mapping), prints what it saw
+//                            ("sum=S same_base=1 open_handles=1"), writes 2x+1 into it,
+//                            synchronises and exits, releasing it.
+//   --ipc-hold-child TEXT    opens the tensor and exits without releasing it (as a consumer
+//                            that crashed): the producer's counter stays at 1.
+
+#include "test_support.h"
+
+#include <cudascope/cuda/ipc.h>
+
+namespace cudascope::testing {
+
+ChildResult run_ipc_child(const char* flag, const cuda::SharedTensorHandle& handle);
+
+}  // namespace cudascope::testing
