@@ -2,6 +2,7 @@
 
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/error.h>
+#include <cudascope/cuda/host_memory.h>
 #include <cudascope/cuda/memory.h>
 #include <cudascope/cuda/telemetry.h>
 
@@ -153,6 +154,49 @@ void collect_allocator(Families& families, const MetricsOptions& options, int de
         MetricType::Gauge, labels, static_cast<double>(stream_stats.allocated_bytes.current));
     add(families, "cudascope_memory_stream_reserved_bytes", "Bytes in segments reserved, per stream.",
         MetricType::Gauge, labels, static_cast<double>(stream_stats.reserved_bytes.current));
+  }
+}
+
+// The caching host allocator's figures (host_memory_stats), process-wide: no device label.
+// Named as the device allocator's: "reserved" is the pinned memory it holds (torch's
+// allocated_bytes), "active" what is handed out or still used by stream work.
+struct HostFigure {
+  const char* key;  // host_memory_stats key
+  const char* metric;
+  const char* help;
+  MetricType type;
+  double scale;
+};
+const HostFigure kHostFigures[] = {
+    {"allocated_bytes.current", "cudascope_host_memory_reserved_bytes",
+     "Pinned host memory the caching host allocator holds, cached or in use.", MetricType::Gauge, 1.0},
+    {"allocated_bytes.peak", "cudascope_host_memory_reserved_peak_bytes",
+     "Peak of pinned host memory held since the last reset.", MetricType::Gauge, 1.0},
+    {"active_bytes.current", "cudascope_host_memory_active_bytes",
+     "Pinned bytes handed out, or freed but still used by stream work.", MetricType::Gauge, 1.0},
+    {"active_bytes.peak", "cudascope_host_memory_active_peak_bytes", "Peak of active pinned bytes since the last reset.",
+     MetricType::Gauge, 1.0},
+    {"allocations.current", "cudascope_host_memory_segments", "Pinned blocks the allocator holds.", MetricType::Gauge,
+     1.0},
+    {"active_requests.current", "cudascope_host_memory_blocks", "Pinned blocks handed out or still used by stream work.",
+     MetricType::Gauge, 1.0},
+    {"active_requests.allocated", "cudascope_host_memory_allocations_total",
+     "Pinned allocations served since the last reset.", MetricType::Counter, 1.0},
+    {"num_host_alloc", "cudascope_host_memory_host_allocs_total",
+     "New pinned memory obtained (cudaHostAlloc, cudaHostRegister or the reserve segment) since the last reset.",
+     MetricType::Counter, 1.0},
+    {"num_host_free", "cudascope_host_memory_host_frees_total", "Pinned memory returned since the last reset.",
+     MetricType::Counter, 1.0},
+    {"host_alloc_time.total", "cudascope_host_memory_host_alloc_seconds_total",
+     "Time spent obtaining pinned memory since the last reset.", MetricType::Counter, 1e-6},
+    {"host_free_time.total", "cudascope_host_memory_host_free_seconds_total",
+     "Time spent returning pinned memory since the last reset.", MetricType::Counter, 1e-6},
+};
+
+void collect_host_allocator(Families& families, const std::vector<prometheus::ClientMetric::Label>& labels) {
+  const std::map<std::string, std::int64_t> stats = cuda::host_memory_stats();
+  for (const HostFigure& figure : kHostFigures) {
+    add(families, figure.metric, figure.help, figure.type, labels, static_cast<double>(stats.at(figure.key)) * figure.scale);
   }
 }
 
@@ -318,6 +362,12 @@ std::vector<MetricFamily> RuntimeCollector::Collect() const {
         MetricType::Gauge, info, 1.0);
     if (options_.allocator) collect_allocator(families, options_, device, stats, base);
     if (options_.device_health && !options_.process) collect_health(families, device, base);
+  }
+  // In process mode only once the program has used pinned memory, as devices it never used
+  // are left out.
+  if (options_.allocator) {
+    const bool host_used = cuda::host_memory_stats().at("allocated_bytes.peak") > 0;
+    if (!options_.process || host_used) collect_host_allocator(families, constant_labels_);
   }
   return families.take();
 }

@@ -1,6 +1,8 @@
 #pragma once
 // Prometheus metrics for cudascope: allocator statistics (PyTorch's memory_stats, per pool
-// and per stream), device health (NVML, or the simulated device's model) and device info.
+// and per stream), the caching host allocator's (host_memory_stats, cudascope_host_memory_*,
+// without a device label), device health (NVML, or the simulated device's model) and device
+// info.
 // Figures are read at scrape time, so recording costs nothing between scrapes.
 //
 // Names follow Prometheus conventions: `cudascope_*`, base units (_bytes, _ratio,
@@ -40,7 +42,7 @@ struct ProcessLabels {
 
 struct MetricsOptions {
   // Which families to collect.
-  bool allocator = true;      // memory_stats of this process's caching allocator
+  bool allocator = true;      // memory_stats and host_memory_stats of this process's allocators
   bool per_stream = true;     // allocated/reserved bytes per stream (bounded by the streams used)
   bool device_health = true;  // utilization, temperature, power, clocks, energy, memory
   // Devices to report; empty: all devices of the current backend (process mode: those whose
