@@ -5,6 +5,8 @@
 #include <cudascope/cuda/blas.h>
 #include <cudascope/cuda/ipc.h>
 
+#include <chrono>
+
 namespace cuda = cudascope::cuda;
 using cudascope::Device;
 using cudascope::Tensor;
@@ -83,4 +85,20 @@ TEST(GpuIpcTest, TheBlockWaitsForTheConsumerThenIpcCollectFreesIt) {
   EXPECT_THAT(child.output, ::testing::HasSubstr("sum=196608.0"));
   EXPECT_TRUE(cuda::ipc_collect());
   EXPECT_EQ(cuda::memory_allocated(0), allocated);
+}
+
+TEST(GpuIpcTest, TheConsumerWaitsForTheProducersQueuedWork) {
+  CUDASCOPE_REQUIRE_GPU();
+  cuda::set_device(0);
+  Tensor t = cudascope::zeros({4096}, on_gpu());
+  cuda::busy_wait(std::chrono::milliseconds(500), cuda::current_stream(0));
+  t.fill_(5.0);
+  const cuda::SharedTensorHandle handle = cuda::share_tensor(t);
+  ASSERT_TRUE(handle.event_sync_required);
+  const auto child = cudascope::testing::run_ipc_child("--ipc-write-child", handle);
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  EXPECT_THAT(child.output, ::testing::HasSubstr("sum=20480.0")) << "the consumer read before the producer's fill";
+  double sum = 0;
+  for (double v : t.to_vector()) sum += v;
+  EXPECT_EQ(sum, 11.0 * 4096);
 }

@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -67,6 +68,22 @@ TEST_F(IpcTest, AnotherProcessReadsAndWritesTheSharedTensor) {
     ASSERT_EQ(values[static_cast<std::size_t>(i)], wanted) << i;
   }
   EXPECT_EQ(sum_of(before.to_vector()), 0.0) << "a neighbouring block of the segment was written";
+}
+
+TEST_F(IpcTest, TheConsumerWaitsForWorkQueuedBeforeTheShare) {
+  Tensor t = cudascope::zeros({4096}, on_cuda());
+  cuda::share_tensor(t);  // the segment is shared already: the next share waits for nothing
+  // Still queued when the consumer opens the tensor: a long kernel, then the values.
+  cuda::busy_wait(std::chrono::milliseconds(500), cuda::current_stream(0));
+  t.fill_(5.0);
+  const cuda::SharedTensorHandle handle = cuda::share_tensor(t);
+  ASSERT_TRUE(handle.event_sync_required);
+  EXPECT_FALSE(cuda::current_stream(0).query()) << "the producer's work should still be running";
+  const auto child = run_ipc_child("--ipc-write-child", handle);
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  EXPECT_THAT(child.output, ::testing::HasSubstr(std::string("sum=") + number(5.0 * 4096)))
+      << "the consumer read before the producer's queued fill";
+  EXPECT_EQ(sum_of(t.to_vector()), 11.0 * 4096);
 }
 
 TEST_F(IpcTest, TheHandleSurvivesItsTextForm) {

@@ -365,8 +365,9 @@ class SimBackend final : public Backend {
   IpcMemHandle ipc_get_mem_handle(int device, void* base) override {
     SimMemory& memory = memory_of(device, "cudaIpcGetMemHandle");
     const std::uint64_t call_start = obs::host_time_ns();
-    // Queued work may still write the segment: let it land before the pages are copied.
-    drain_streams(device);
+    // The first share moves the pages: queued work that may still write the segment lands
+    // first. Later shares leave the work queued (the consumer waits on the share's event).
+    if (!memory.is_shared(base)) drain_streams(device);
     const auto [name, size] = memory.share(base);
     report_api_call("cudaIpcGetMemHandle", call_start);
     return encode_mem_handle(name, size);

@@ -185,6 +185,11 @@ std::pair<std::string, std::size_t> SimMemory::share(void* base) {
   return {std::move(name), found->second};
 }
 
+bool SimMemory::is_shared(const void* base) const {
+  std::lock_guard lock(mutex_);
+  return shared_.count(reinterpret_cast<std::uintptr_t>(base)) != 0;
+}
+
 void* SimMemory::open_shared(const std::string& name, std::size_t size) {
   void* at = reserve(size);
   try {

@@ -39,6 +39,7 @@ class SimMemory {
   // process's segment into this device's address space (not charged to the capacity, as
   // CUDA does not charge opened memory to the importer); close_shared unmaps it.
   std::pair<std::string, std::size_t> share(void* base);
+  bool is_shared(const void* base) const;
   void* open_shared(const std::string& name, std::size_t size);
   void close_shared(void* ptr);
 
