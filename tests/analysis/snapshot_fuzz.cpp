@@ -68,15 +68,13 @@ TEST(SnapshotFuzzTest, EveryDataFileLoadsOrFailsCleanly) {
 TEST(SnapshotFuzzTest, EveryTruncationFailsWithAnOffsetInsideTheData) {
   for (const char* name : {"snap_small_p5.pickle", "snap_small.json"}) {
     const std::string bytes = read_file(data_path(name));
-    ASSERT_FALSE(bytes.empty());
-    size_t tried = 0;
+    // The whole file loads, so each failure below is the cut's doing.
+    ASSERT_TRUE(load_snapshot_from_bytes(bytes, "whole")) << name;
     for (size_t len = 0; len < bytes.size(); len += (len < 4096 ? 1 : 97)) {
       auto r = load_snapshot_from_bytes(std::string_view(bytes).substr(0, len), "cut");
       ASSERT_FALSE(r) << name << " cut at " << len << " loaded";
       EXPECT_LE(r.error().offset, len) << r.error().message();
-      ++tried;
     }
-    EXPECT_GT(tried, 1000u);
   }
 }
 
@@ -104,8 +102,10 @@ TEST(SnapshotFuzzTest, GarbledVariantsNeverCrash) {
       (fuzz_one(bytes) ? loaded : failed)++;
     }
   }
+  // Both outcomes occur: some garbling is caught by the loaders, and some variants load, so
+  // the analyses after loading (figures, replay, timelines) run on damaged data too.
   EXPECT_GT(failed, 0);
-  EXPECT_EQ(loaded + failed, 3300);
+  EXPECT_GT(loaded, 0) << "no garbled variant loaded: nothing past the loaders was fuzzed";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <cudascope/cuda/instrumentation.h>
+
 #include <thread>
 
 namespace nvtx = cudascope::cuda::nvtx;
@@ -36,7 +38,25 @@ TEST(NvtxTest, StacksArePerThread) {
   EXPECT_EQ(nvtx::range_stack(), (std::vector<std::string>{"main thread"}));
 }
 
-TEST(NvtxTest, MarkLeavesTheStackAlone) {
+// Records the NVTX events the runtime reports to its observer (the profiler's entry point).
+struct NvtxRecorder : cudascope::cuda::instrumentation::Observer {
+  std::vector<std::pair<cudascope::cuda::instrumentation::NvtxEvent::Type, std::string>> events;
+  void on_allocator_event(const cudascope::cuda::instrumentation::AllocatorEvent&) override {}
+  void on_nvtx(const cudascope::cuda::instrumentation::NvtxEvent& e) override {
+    events.emplace_back(e.type, e.message ? e.message : "");
+  }
+};
+
+TEST(NvtxTest, MarkIsReportedWithItsTextAndLeavesTheStackAlone) {
+  using Type = cudascope::cuda::instrumentation::NvtxEvent::Type;
+  NvtxRecorder recorder;
+  cudascope::cuda::instrumentation::set_observer(&recorder);
+  nvtx::range_push("outer");
   nvtx::mark("checkpoint");
+  nvtx::range_pop();
+  cudascope::cuda::instrumentation::set_observer(nullptr);
+  using Events = decltype(recorder.events);
+  EXPECT_EQ(recorder.events, (Events{{Type::kPush, "outer"}, {Type::kMark, "checkpoint"}, {Type::kPop, ""}}))
+      << "a mark reaches the observer between the push and the pop, with its text";
   EXPECT_TRUE(nvtx::range_stack().empty());
 }
