@@ -163,9 +163,9 @@ bool JsonDecoder::entry(value v, int device) {
   }
   if (!have_action) return fail("expected an 'action' field in each trace entry");
   if (!have_time) missing_times = true;
-  if (entry.action == Action::oom) snap.oom_device_free.emplace_back(static_cast<uint32_t>(snap.trace.size()), device_free);
+  if (entry.action == Action::oom) snap.oom_device_free.emplace_back(b_.entry_count(), device_free);
   entry.stream = b_.stream(stream);
-  snap.trace.push_back(entry);
+  b_.add_entry(entry);
   return true;
 }
 

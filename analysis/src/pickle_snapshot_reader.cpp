@@ -9,7 +9,6 @@
 
 #include <bit>
 #include <cstdio>
-#include <unordered_map>
 
 namespace cudascope::analysis::detail {
 namespace {
@@ -57,7 +56,7 @@ class Decoder final : public PickleSink {
     std::string error;
     if (m.dict_get(*c, k_action)) {
       record.flags = kEntryRecord;
-      record.ref = static_cast<uint32_t>(b_.snapshot().trace.size());
+      record.ref = b_.entry_count();
       error = convert_entry(m, *c);
     } else if (m.dict_get(*c, k_state) && m.dict_get(*c, k_size)) {
       record.flags = kBlockRecord;
@@ -115,18 +114,16 @@ class Decoder final : public PickleSink {
     const Container* list = m.container(*v);
     if (!list || (v->kind != Kind::list && v->kind != Kind::tuple))
       return field_error(what, k_frames, "a list of frames", *v);
-    const uint64_t key = (uint64_t{v->ref} << 32) | uint32_t(v->bits);
-    if (auto it = stack_cache_.find(key); it != stack_cache_.end()) {
-      out = it->second;
+    if (const uint32_t* cached = stack_cache_.find(*v)) {
+      out = *cached;
       return {};
     }
     frame_ids_.clear();
     for (const Value& f : list->items) {
       const Container* fd = m.container(f);
       if (!fd || f.kind != Kind::dict) return std::string("expected each frame of ") + what + " to be a dict, found " + kind_name(f.kind);
-      const uint64_t fkey = (uint64_t{f.ref} << 32) | uint32_t(f.bits);
-      auto it = frame_cache_.find(fkey);
-      if (it == frame_cache_.end()) {
+      const uint32_t* frame_id = frame_cache_.find(f);
+      if (!frame_id) {
         Frame frame;
         int64_t line = 0;
         std::string e = get_str(m, *fd, "frame", k_name, frame.name);
@@ -134,12 +131,12 @@ class Decoder final : public PickleSink {
         if (e.empty()) e = get_i64(m, *fd, "frame", k_line, line, false);
         if (!e.empty()) return e;
         frame.line = static_cast<int32_t>(line);
-        it = frame_cache_.emplace(fkey, b_.snapshot().frames.intern(frame)).first;
+        frame_id = frame_cache_.insert(f, b_.snapshot().frames.intern(frame));
       }
-      frame_ids_.push_back(it->second);
+      frame_ids_.push_back(*frame_id);
     }
     out = b_.snapshot().stacks.intern(frame_ids_);
-    stack_cache_.emplace(key, out);
+    stack_cache_.insert(*v, out);
     return {};
   }
 
@@ -167,11 +164,11 @@ class Decoder final : public PickleSink {
     if (err.empty() && e.action == Action::oom) {
       uint64_t device_free = 0;
       err = get_u64(m, d, "trace entry", k_device_free, device_free, false);
-      snap.oom_device_free.emplace_back(static_cast<uint32_t>(snap.trace.size()), device_free);
+      snap.oom_device_free.emplace_back(b_.entry_count(), device_free);
     }
     if (!err.empty()) return err;
     e.stream = b_.stream(stream);
-    snap.trace.push_back(e);
+    b_.add_entry(e);
     return {};
   }
 
@@ -203,8 +200,32 @@ class Decoder final : public PickleSink {
  private:
   SnapshotBuilder& b_;
   StringTable& strings_;
-  std::unordered_map<uint64_t, FrameId> frame_cache_;
-  std::unordered_map<uint64_t, StackId> stack_cache_;
+  // What a frame dict or a frames list already converted to, by the container that holds
+  // it: PyTorch's pickles share frame objects (memo references), so most lookups hit.
+  // Indexed by container slot with its generation, since slots are reused after release.
+  class ContainerCache {
+   public:
+    const uint32_t* find(const Value& container) const {
+      if (container.ref >= slots_.size()) return nullptr;
+      const Slot& slot = slots_[container.ref];
+      return slot.generation == static_cast<uint32_t>(container.bits) && slot.id != kNone ? &slot.id : nullptr;
+    }
+    const uint32_t* insert(const Value& container, uint32_t id) {
+      if (container.ref >= slots_.size()) slots_.resize(container.ref + 1 + container.ref / 2);
+      slots_[container.ref] = Slot{static_cast<uint32_t>(container.bits), id};
+      return &slots_[container.ref].id;
+    }
+
+   private:
+    static constexpr uint32_t kNone = UINT32_MAX;
+    struct Slot {
+      uint32_t generation = 0;
+      uint32_t id = kNone;
+    };
+    std::vector<Slot> slots_;
+  };
+  ContainerCache frame_cache_;  // FrameIds
+  ContainerCache stack_cache_;  // StackIds
   std::vector<FrameId> frame_ids_;
 };
 
@@ -280,6 +301,7 @@ std::string Decoder::text_of(PickleMachine& m, const Value& v, int depth) {
 }
 
 Result<Snapshot> Decoder::assemble(PickleMachine& m, const std::string& name) {
+  b_.gather_entries();
   Snapshot& snap = b_.snapshot();
   const uint64_t end = m.offset();
   auto error = [&](std::string what) { return LoadError{name, end, std::move(what)}; };

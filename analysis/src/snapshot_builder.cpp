@@ -6,15 +6,40 @@
 namespace cudascope::analysis::detail {
 
 StreamId SnapshotBuilder::stream(uint64_t raw) {
+  if (!snap_.streams.empty() && raw == snap_.streams[last_stream_]) return last_stream_;  // runs of one stream
   auto [it, inserted] = stream_index_.try_emplace(raw, static_cast<StreamId>(snap_.streams.size()));
   if (inserted) {
     if (snap_.streams.size() >= UINT16_MAX) return 0;  // absurd input: fold into stream 0
     snap_.streams.push_back(raw);
   }
+  last_stream_ = it->second;
   return it->second;
 }
 
+void SnapshotBuilder::add_entry(const TraceEntry& entry) {
+  if (entry_chunks_.empty() || entry_chunks_.back().size() == entry_chunks_.back().capacity()) {
+    const size_t last = entry_chunks_.empty() ? 0 : entry_chunks_.back().capacity();
+    entry_chunks_.emplace_back();
+    entry_chunks_.back().reserve(std::clamp<size_t>(2 * last, kFirstChunkEntries, kLargestChunkEntries));
+  }
+  entry_chunks_.back().push_back(entry);
+  ++entry_count_;
+}
+
+void SnapshotBuilder::gather_entries() {
+  if (entry_chunks_.empty()) return;
+  snap_.trace.clear();
+  snap_.trace.shrink_to_fit();
+  snap_.trace.reserve(entry_count_);
+  for (auto& chunk : entry_chunks_) {
+    snap_.trace.insert(snap_.trace.end(), chunk.begin(), chunk.end());
+    std::vector<TraceEntry>().swap(chunk);  // freed as soon as it is copied
+  }
+  entry_chunks_.clear();
+}
+
 Result<Snapshot> SnapshotBuilder::finish(uint64_t end_offset) {
+  gather_entries();
   auto& segments = snap_.segments;
   missing.resize(segments.size());
   for (size_t i = 0; i < segments.size(); ++i) {
@@ -83,6 +108,7 @@ Result<Snapshot> SnapshotBuilder::finish(uint64_t end_offset) {
 }
 
 void SnapshotBuilder::number_entries_without_times() {
+  gather_entries();
   snap_.has_times = false;
   int16_t device = INT16_MIN;
   int64_t t = 0;

@@ -21,6 +21,14 @@ class SnapshotBuilder {
   Snapshot& snapshot() { return snap_; }
   StreamId stream(uint64_t raw);
 
+  // Trace entries arrive one at a time, in file order. They wait in fixed-size chunks and
+  // are copied into Snapshot::trace once, at its exact size (gather_entries), so a growing
+  // vector never holds two copies of a multi-GB trace at the moment it reallocates.
+  void add_entry(const TraceEntry& entry);
+  uint32_t entry_count() const { return entry_count_; }
+  // Moves the entries added so far into snapshot().trace (replacing what it held).
+  void gather_entries();
+
   // Segments must reference contiguous block ranges; finish() sorts them by (device,
   // address), rewrites the blocks in that order, fills block addresses and the sizes a
   // segment left out, and sets per-device trace ranges from TraceEntry::device (entries of
@@ -39,8 +47,17 @@ class SnapshotBuilder {
   std::vector<Missing> missing;  // parallel to snapshot().segments
 
  private:
+  // Chunks double from 4K entries up to 1M (48 MB): small files stay small, and large
+  // chunks are above glibc's largest mmap threshold (32 MB), so freeing one in
+  // gather_entries() returns its pages to the system instead of to the heap.
+  static constexpr uint32_t kFirstChunkEntries = 1u << 12;
+  static constexpr uint32_t kLargestChunkEntries = 1u << 20;
+
   Snapshot snap_;
   std::unordered_map<uint64_t, StreamId> stream_index_;
+  StreamId last_stream_ = 0;
+  std::vector<std::vector<TraceEntry>> entry_chunks_;
+  uint32_t entry_count_ = 0;
 };
 
 }  // namespace cudascope::analysis::detail
