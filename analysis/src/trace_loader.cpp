@@ -152,7 +152,12 @@ struct TraceFollower::State {
   TraceModelBuilder builder{model};
   TraceHeader header;
   TracePhase phase = TracePhase::start;
-  std::uint64_t offset = 0;  // where the next poll starts reading
+  std::uint64_t offset = 0;  // where the next poll starts reading (in the decompressed text)
+  // A gzip trace: the compressed bytes read so far, the inflater that continues from there,
+  // and the decompressed text from `offset` on that the parser has not taken yet.
+  std::unique_ptr<util::GzipTail> gzip;
+  std::uint64_t compressed_offset = 0;
+  std::string pending;
 };
 
 TraceFollower::TraceFollower(std::string path, TraceLoadOptions options) : state_(std::make_unique<State>()) {
@@ -175,18 +180,6 @@ long long TraceFollower::poll() {
     error_ = "cannot open trace '" + s.path + "': " + std::strerror(errno);
     return -1;
   }
-  unsigned char magic[2] = {};
-  if (std::fread(magic, 1, 2, file) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-    std::fclose(file);
-    error_ = "'" + s.path + "': following a gzip trace is not supported (record to a .json file to follow it)";
-    return -1;
-  }
-  struct stat st {};
-  fstat(fileno(file), &st);
-  if (static_cast<std::uint64_t>(st.st_size) <= s.offset || std::fseek(file, static_cast<long>(s.offset), SEEK_SET) != 0) {
-    std::fclose(file);
-    return 0;
-  }
   std::uint64_t budget = 0;
   try {
     budget = budget_of(s.options);
@@ -195,11 +188,62 @@ long long TraceFollower::poll() {
     error_ = e.what();
     return -1;
   }
+  unsigned char magic[2] = {};
+  if (!s.gzip && std::fread(magic, 1, 2, file) < 2) {  // too short yet to tell gzip from text
+    std::fclose(file);
+    return 0;
+  }
+  if (!s.gzip && magic[0] == 0x1f && magic[1] == 0x8b) s.gzip = std::make_unique<util::GzipTail>(budget);
+  if (s.gzip) return poll_gzip(file, budget);
+  struct stat st {};
+  fstat(fileno(file), &st);
+  if (static_cast<std::uint64_t>(st.st_size) <= s.offset || std::fseek(file, static_cast<long>(s.offset), SEEK_SET) != 0) {
+    std::fclose(file);
+    return 0;
+  }
+  OffsetFileSource source(file, static_cast<std::uint64_t>(st.st_size) - s.offset);
+  return parse_more(source, budget);
+}
+
+// A gzip trace: inflate what was appended since the last poll, a piece at a time so the
+// decompressed text held at once stays small, and parse what follows the last complete piece.
+long long TraceFollower::poll_gzip(std::FILE* file, std::uint64_t budget) {
+  State& s = *state_;
+  long long added = 0;
+  std::vector<char> compressed(1 << 20);
+  if (std::fseek(file, static_cast<long>(s.compressed_offset), SEEK_SET) != 0) {
+    std::fclose(file);
+    return 0;
+  }
+  for (std::size_t got; (got = std::fread(compressed.data(), 1, compressed.size(), file)) > 0;) {
+    s.compressed_offset += got;
+    if (!s.gzip->feed(std::string_view(compressed.data(), got), s.pending)) {
+      error_ = s.path + ": " + s.gzip->error();
+      added = -1;
+      break;
+    }
+    auto source = util::memory_source(s.pending);
+    const std::uint64_t start = s.offset;
+    const long long more = parse_more(*source, budget);
+    if (more < 0) {
+      added = -1;
+      break;
+    }
+    s.pending.erase(0, static_cast<std::size_t>(s.offset - std::min(s.offset, start)));
+    added += more;
+  }
+  std::fclose(file);
+  return added;
+}
+
+// Parses `source` (the trace's text from state_->offset on) into the model and moves the
+// resume point past the last complete piece.
+long long TraceFollower::parse_more(util::ByteSource& source, std::uint64_t budget) {
+  State& s = *state_;
   if (s.phase == TracePhase::start) {  // the header is read again from byte 0
     s.header = TraceHeader{};
     s.model.devices.clear();
   }
-  OffsetFileSource source(file, static_cast<std::uint64_t>(st.st_size) - s.offset);
   util::ByteReader reader(source, budget > s.offset ? budget - s.offset : 1);
   const std::size_t before = s.model.event_count();
   TraceParser parser(reader, s.builder, s.header, s.offset, s.options.progress);

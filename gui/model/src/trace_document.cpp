@@ -1,7 +1,5 @@
 #include <cudascope/gui/trace_document.h>
 
-#include <cudascope/util/byte_source.h>
-
 #include <QTimer>
 
 #include <chrono>
@@ -9,15 +7,6 @@
 
 namespace cudascope::gui {
 namespace {
-
-bool is_gzip_file(const QString& path) {
-  std::FILE* f = std::fopen(path.toLocal8Bit().constData(), "rb");
-  if (!f) return false;
-  char magic[2] = {};
-  const bool gz = std::fread(magic, 1, 2, f) == 2 && util::is_gzip(std::string_view(magic, 2));
-  std::fclose(f);
-  return gz;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -36,25 +25,15 @@ std::unique_ptr<LoadedTrace> load_trace_for_view(const QString& path, const std:
     return !stopped;
   };
   const auto start = std::chrono::steady_clock::now();
-  if (is_gzip_file(path)) {
-    auto result = analysis::load_trace(path.toStdString(), options);
-    if (!result.ok()) {
-      cancelled = stopped;
-      error = stopped ? path + ": loading cancelled" : QString::fromStdString(result.error);
-      return nullptr;
-    }
-    out->model = std::move(result.model);
-  } else {
-    out->follower = std::make_unique<analysis::TraceFollower>(path.toStdString(), options);
-    if (out->follower->poll() < 0) {
-      cancelled = stopped;
-      error = stopped ? path + ": loading cancelled" : QString::fromStdString(out->follower->error());
-      return nullptr;
-    }
-    if (out->follower->model().event_count() == 0 && out->follower->finished()) {
-      error = path + ": the trace holds no events";
-      return nullptr;
-    }
+  out->follower = std::make_unique<analysis::TraceFollower>(path.toStdString(), options);
+  if (out->follower->poll() < 0) {
+    cancelled = stopped;
+    error = stopped ? path + ": loading cancelled" : QString::fromStdString(out->follower->error());
+    return nullptr;
+  }
+  if (out->follower->model().event_count() == 0 && out->follower->finished()) {
+    error = path + ": the trace holds no events";
+    return nullptr;
   }
   out->load_seconds = seconds_since(start);
   const auto indexing = std::chrono::steady_clock::now();

@@ -160,6 +160,71 @@ class InflateSource final : public ByteSource {
 
 }  // namespace
 
+#if CUDASCOPE_HAVE_ZLIB
+struct GzipTail::Stream {
+  z_stream z{};
+  bool member_end = false;
+  bool ok = false;
+  Stream() { ok = inflateInit2(&z, 15 + 32) == Z_OK; }
+  ~Stream() { inflateEnd(&z); }
+};
+
+GzipTail::GzipTail(uint64_t max_output_bytes) : z_(std::make_unique<Stream>()), max_output_(max_output_bytes) {
+  if (!z_->ok) error_ = "cannot initialise zlib";
+}
+
+GzipTail::~GzipTail() = default;
+
+bool GzipTail::at_member_end() const { return z_->member_end; }
+
+bool GzipTail::feed(std::string_view compressed, std::string& out) {
+  if (!error_.empty()) return false;
+  z_stream& z = z_->z;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  z.avail_in = static_cast<uInt>(compressed.size());
+  char chunk[1 << 16];
+  for (;;) {
+    if (z_->member_end) {
+      if (z.avail_in == 0) break;
+      inflateReset(&z);  // another gzip member follows
+      z_->member_end = false;
+    }
+    z.next_out = reinterpret_cast<Bytef*>(chunk);
+    z.avail_out = sizeof chunk;
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    const size_t got = sizeof chunk - z.avail_out;
+    produced_ += got;
+    if (produced_ > max_output_) {
+      error_ = budget_exceeded_message(max_output_) + " (decompressed gzip data)";
+      return false;
+    }
+    out.append(chunk, got);
+    if (rc == Z_STREAM_END) {
+      z_->member_end = true;
+      continue;
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      error_ = std::string("gzip data is corrupt near compressed byte ") +
+               std::to_string(compressed_ + compressed.size() - z.avail_in) + " (" + (z.msg ? z.msg : "zlib error") + ")";
+      return false;
+    }
+    // Done when zlib had room left over (it holds no more output) and no input remains,
+    // or when it can make no progress until the writer adds more.
+    if (rc == Z_BUF_ERROR || (z.avail_in == 0 && z.avail_out != 0)) break;
+  }
+  compressed_ += compressed.size();
+  return true;
+}
+#else
+struct GzipTail::Stream {};
+GzipTail::GzipTail(uint64_t max_output_bytes) : max_output_(max_output_bytes) {
+  error_ = "this build has no zlib, so gzip data cannot be read";
+}
+GzipTail::~GzipTail() = default;
+bool GzipTail::at_member_end() const { return false; }
+bool GzipTail::feed(std::string_view, std::string&) { return false; }
+#endif
+
 std::unique_ptr<ByteSource> open_file_source(const std::string& path, std::string& error) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) {

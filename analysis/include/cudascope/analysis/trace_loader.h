@@ -15,10 +15,15 @@
 #include <cudascope/analysis/trace_model.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+
+namespace cudascope::util {
+class ByteSource;
+}
 
 namespace cudascope::analysis {
 
@@ -42,7 +47,8 @@ TraceLoadResult load_trace_text(std::string_view text, const std::string& origin
 
 // Follows a trace that is still being written (cudascope run streams its trace): each
 // poll() reads what the file gained since the last one and appends its events to the
-// model, without reading from the start again. Plain (uncompressed) files only.
+// model, without reading from the start again. Plain or gzip (a gzip trace is inflated
+// from where the last poll stopped; its writer must flush whole deflate blocks, as ours does).
 //
 // Call order: construct -> poll() repeatedly (each returns the number of new events) ->
 // model(). The model must not be read from another thread during poll().
@@ -63,6 +69,8 @@ class TraceFollower {
 
  private:
   struct State;
+  long long poll_gzip(std::FILE* file, std::uint64_t budget);
+  long long parse_more(util::ByteSource& source, std::uint64_t budget);
   std::unique_ptr<State> state_;
   std::string error_;
 };

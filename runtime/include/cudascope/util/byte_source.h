@@ -56,6 +56,33 @@ std::string read_all(ByteSource& source, uint64_t max_bytes, std::string& error)
 // decompression). Errors name the path: "<path>: <what went wrong>".
 std::string read_file(const std::string& path, uint64_t max_bytes, std::string& error);
 
+// Decompresses a gzip file that another process is still appending to (a trace being
+// recorded with periodic Z_SYNC_FLUSH): each feed() takes the compressed bytes added since
+// the last call and appends what they decompress to. Running out of input is not an error
+// here, since more is coming; corrupt data, a bad trailer or passing `max_output_bytes`
+// is (error() says which). Same zlib checks as inflate_source().
+class GzipTail {
+ public:
+  explicit GzipTail(uint64_t max_output_bytes = UINT64_MAX);
+  ~GzipTail();
+  GzipTail(const GzipTail&) = delete;
+  GzipTail& operator=(const GzipTail&) = delete;
+
+  // False (with error()) when the data cannot be decompressed; `out` keeps what came before.
+  bool feed(std::string_view compressed, std::string& out);
+  // True once a member's checked trailer has been read and no more data followed it yet.
+  bool at_member_end() const;
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Stream;
+  std::unique_ptr<Stream> z_;
+  uint64_t max_output_;
+  uint64_t produced_ = 0;
+  uint64_t compressed_ = 0;
+  std::string error_;
+};
+
 // A sliding window over a ByteSource. offset() is the stream position of data()[0].
 // The stream may be longer than memory: the reader keeps only the window, and refuses to
 // read past `max_bytes` in all (then ensure() fails and error() says so), so a parser

@@ -20,19 +20,17 @@ class QTimer;
 
 namespace cudascope::gui {
 
-// What loading produces off the UI thread: the model (or the follower holding it) and its indexes.
+// What loading produces off the UI thread: the follower holding the model, and its indexes.
 struct LoadedTrace {
-  std::unique_ptr<analysis::TraceModel> model;        // set for a file read once
-  std::unique_ptr<analysis::TraceFollower> follower;  // set for a plain file read by a follower
+  std::unique_ptr<analysis::TraceFollower> follower;
   analysis::TimelineIndex index;
   std::unique_ptr<analysis::TimelineSearch> search;
   double load_seconds = 0, index_seconds = 0;
-  const analysis::TraceModel& trace() const { return follower ? follower->model() : *model; }
+  const analysis::TraceModel& trace() const { return follower->model(); }
 };
 
-// Reads `path` and builds its indexes (any thread). A plain file is read through a
-// TraceFollower, so a trace still being written can be followed afterwards; a gzip file is
-// read once. `progress` gets the fraction read and returns false to cancel. Empty error on success.
+// Reads `path` and builds its indexes (any thread). The file (plain or gzip) is read
+// through a TraceFollower, so a trace still being written can be followed afterwards. `progress` gets the fraction read and returns false to cancel. Empty error on success.
 std::unique_ptr<LoadedTrace> load_trace_for_view(const QString& path, const std::function<bool(double)>& progress,
                                                  QString& error, bool& cancelled);
 
