@@ -147,12 +147,14 @@ int count_devices() {
   const int raw = nvml_raw_device_count();
   const int visible = raw < 0 ? -1 : visible_device_count(std::getenv("CUDA_VISIBLE_DEVICES"), raw);
   if (visible >= 0) return visible;
-  note_driver_initialized();
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();  // no driver or no device: zero devices, as torch reports
-    count = 0;
+    return 0;
   }
+  // Only a driver with devices has state a fork would break (the `auto` backend asks here on
+  // machines without one, then runs on sim).
+  if (count > 0) note_driver_initialized();
   return count;
 }
 
