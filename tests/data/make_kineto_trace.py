@@ -8,12 +8,13 @@ Writes OUT_DIR/kineto_train.json.gz and OUT_DIR/kineto_train.expect.json (event 
 cat and kernel counts by name, computed with Python's json module from that trace).
 """
 import argparse
-import collections
 import gzip
 import json
 import os
 
 import torch
+
+from trace_expect import expected_figures
 
 
 def train_steps(steps, seed):
@@ -39,20 +40,6 @@ def train_steps(steps, seed):
             prof.step()
         torch.cuda.synchronize()
     return prof
-
-
-def expected_figures(path):
-    with gzip.open(path, "rt") as f:
-        trace = json.load(f)
-    events = trace["traceEvents"]
-    by_cat = collections.Counter(e.get("cat", "") for e in events if e.get("ph") == "X")
-    kernels = collections.Counter(e["name"] for e in events if e.get("cat") == "kernel" and e.get("ph") == "X")
-    kernel_us = sum(e.get("dur", 0) for e in events if e.get("cat") == "kernel" and e.get("ph") == "X")
-    flows = sum(1 for e in events if e.get("cat") == "ac2g" and e.get("ph") in ("s", "f"))
-    return {"events": len(events), "complete_events_by_cat": dict(sorted(by_cat.items())),
-            "kernels_by_name": dict(sorted(kernels.items())), "kernel_count": sum(kernels.values()),
-            "kernel_total_us": kernel_us, "ac2g_flow_events": flows,
-            "device_properties": len(trace.get("deviceProperties", []))}
 
 
 def main():

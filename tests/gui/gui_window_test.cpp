@@ -19,6 +19,9 @@
 #include <QDir>
 #include <QEventLoop>
 #include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QPainter>
 #include <QLineEdit>
 #include <QScreen>
 #include <QSignalSpy>
@@ -30,7 +33,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -345,6 +351,85 @@ TEST(GuiWindowTest, TracesOpenInTabsWithKernelsNestingAndFlowsDrawn) {
   gview->selectEvent(kernel_now->item.event);
   EXPECT_EQ(golden->details()->value("Grid"), "[64, 1, 1]");
   EXPECT_EQ(golden->details()->value("Block"), "[256, 1, 1]");
+}
+
+
+// Kernels by name in a page's range summary over the whole trace.
+std::map<std::string, quint64> summarised_kernels(TracePage* page) {
+  QSignalSpy summarised(page, &TracePage::summaryReady);
+  const auto& index = page->document()->index();
+  page->view()->setSelectedRange(index.begin_ns(), index.end_ns());
+  EXPECT_TRUE(summarised.wait(20000)) << "the summary is computed off the UI thread";
+  std::map<std::string, quint64> kernels;
+  auto* summary = page->summary();
+  for (int r = 0; r < summary->rowCount(); ++r)
+    if (summary->index(r, RangeSummaryModel::Kind).data().toString() == "kernel")
+      kernels[summary->index(r, RangeSummaryModel::Name).data().toString().toStdString()] +=
+          summary->index(r, RangeSummaryModel::Count).data(Qt::UserRole).toULongLong();
+  return kernels;
+}
+
+// Kernels by name as Python's json module counted them in the same file (trace_expect.py).
+std::map<std::string, quint64> expected_kernels(const char* expect_file) {
+  std::ifstream in(data_path(expect_file));
+  std::stringstream text;
+  text << in.rdbuf();
+  const QJsonObject by_name =
+      QJsonDocument::fromJson(QByteArray::fromStdString(text.str())).object().value("kernels_by_name").toObject();
+  std::map<std::string, quint64> kernels;
+  for (auto it = by_name.begin(); it != by_name.end(); ++it) kernels[it.key().toStdString()] = it.value().toInteger();
+  return kernels;
+}
+
+TEST(GuiWindowTest, OurTraceAndTorchProfilersOfTheSameProgramShowTheSameKernelsSideBySide) {
+  // One PyTorch program on an H100, traced by `cudascope run` and by torch.profiler.
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  MainWindow w;
+  w.resize(1200, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  w.openFile(QString::fromStdString(data_path("train_h100_ours.json.gz")));
+  w.openFile(QString::fromStdString(data_path("train_h100_kineto.json.gz")));
+  for (int i = 0; i < 100 && shown.count() < 2; ++i) shown.wait(300);
+  ASSERT_EQ(shown.count(), 2) << w.lastError().toStdString();
+  const auto pages = w.tracePages();
+  ASSERT_EQ(pages.size(), 2);
+  TracePage* ours = pages[0]->document()->path().contains("ours") ? pages[0] : pages[1];
+  TracePage* torch = ours == pages[0] ? pages[1] : pages[0];
+
+  QImage halves[2];
+  TracePage* order[2] = {ours, torch};
+  const char* expect[2] = {"train_h100_ours.expect.json", "train_h100_kineto.expect.json"};
+  std::map<std::string, quint64> kernels[2];
+  for (int i = 0; i < 2; ++i) {
+    w.documents()->setCurrentWidget(order[i]);
+    kernels[i] = summarised_kernels(order[i]);
+    EXPECT_EQ(kernels[i], expected_kernels(expect[i])) << expect[i];
+    halves[i] = screenshot(w, i == 0 ? "h100_train_ours" : "h100_train_torch_profiler");
+    const auto* view = order[i]->view();
+    QRect kernel_rows;
+    for (const auto& item : view->paintedItems())
+      if (order[i]->document()->model().cat(order[i]->document()->model().event(item.item.event)) == "kernel")
+        kernel_rows |= item.rect.toAlignedRect();
+    ASSERT_FALSE(kernel_rows.isEmpty()) << expect[i];
+    EXPECT_GT(content(halves[i], QRect(view->mapTo(&w, kernel_rows.topLeft()), kernel_rows.size())).colours, 6u);
+  }
+  EXPECT_EQ(kernels[0], kernels[1]) << "the same program's kernels, name by name";
+  quint64 total = 0;
+  for (const auto& [name, count] : kernels[0]) total += count;
+  EXPECT_GT(total, 1000u);
+
+  // Both views in one picture, ours on the left.
+  QImage both(halves[0].width() + halves[1].width(), std::max(halves[0].height(), halves[1].height()), QImage::Format_RGB32);
+  both.fill(Qt::white);
+  QPainter painter(&both);
+  painter.drawImage(0, 0, halves[0]);
+  painter.drawImage(halves[0].width(), 0, halves[1]);
+  painter.end();
+  const QString path = QString(CUDASCOPE_ARTIFACTS) + "/viewer_h100_train_side_by_side.png";
+  EXPECT_TRUE(both.save(path)) << path.toStdString();
 }
 
 }  // namespace
