@@ -2,6 +2,7 @@
 // CUBLAS_WORKSPACE_CONFIG, and matmul on top (sim in CI; cuda with CUDASCOPE_BACKEND=cuda).
 #include "test_support.h"
 
+#include "blas/blas_library.h"
 #include "blas/sim_blas.h"
 #include "tool_loader.h"
 
@@ -236,6 +237,21 @@ TEST(BlasLoaderTest, MissingCublasIsAClearError) {
   const auto candidates = cuda::detail::tools::cublas_candidates();
   EXPECT_EQ(candidates.front(), "libcublas.so.13");
   EXPECT_THAT(candidates, ::testing::Contains("/usr/local/cuda/lib64/libcublas.so.13"));
+}
+
+TEST(BlasLoaderTest, CublasLoadsWithEveryEntryPointUsed) {
+  // Loading and resolving needs no GPU: where the toolkit's cuBLAS is installed, check that
+  // every entry point the cuda backend calls is found by the name used.
+  std::unique_ptr<cuda::detail::blas::BlasLibrary> cublas;
+  try {
+    cublas = cuda::detail::blas::make_cublas_library(cuda::detail::backend());
+  } catch (const cuda::Error& e) {
+    if (e.code() == cuda::error_code::kNotSupported && std::string(e.what()).find("not available") != std::string::npos) {
+      GTEST_SKIP() << "cuBLAS is not installed here: " << e.what();
+    }
+    throw;
+  }
+  EXPECT_NE(cublas, nullptr);
 }
 
 namespace {
