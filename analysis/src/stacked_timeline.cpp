@@ -227,12 +227,17 @@ void StackedTimeline::column_bounds(const TimelineView& v, int x, size_t& lo, si
 
 namespace {
 
+// Pixel row of a byte height (non-negative): rounded to nearest. Called for every live
+// interval of every column, so it avoids libm's lround.
+inline int row_of(uint64_t bytes, double scale) { return static_cast<int>(double(bytes) * scale + 0.5); }
+
 // Walks a live set bottom-up and reports what each pixel row shows. Bands of at least
 // a pixel keep their colour; consecutive thinner ones are merged into one run.
 template <typename Band, typename Run>
 void walk_column(const std::vector<uint32_t>& live, const std::vector<TimelineInterval>& intervals, double scale,
                  int height, Band&& band, Run&& run) {
   uint64_t cum = 0;
+  int cum_row = 0;   // row_of(cum): each band's top is the next one's bottom
   int next_row = 0;  // rows below are drawn
   size_t run_first = 0;
   bool in_run = false;
@@ -240,8 +245,8 @@ void walk_column(const std::vector<uint32_t>& live, const std::vector<TimelineIn
   auto flush_run = [&](size_t end_index) {
     if (!in_run) return;
     in_run = false;
-    int r0 = std::max(next_row, static_cast<int>(std::lround(double(run_start) * scale)));
-    int r1 = std::max(r0 + 1, static_cast<int>(std::lround(double(cum) * scale)));  // at least one row
+    int r0 = std::max(next_row, row_of(run_start, scale));
+    int r1 = std::max(r0 + 1, cum_row);  // at least one row
     r1 = std::min(r1, height);
     if (r0 < r1) {
       run(run_first, end_index, r0, r1);
@@ -250,11 +255,12 @@ void walk_column(const std::vector<uint32_t>& live, const std::vector<TimelineIn
   };
   for (size_t i = 0; i < live.size(); ++i) {
     const uint64_t size = intervals[live[i]].size;
-    const int r0 = static_cast<int>(std::lround(double(cum) * scale));
-    const int r1 = static_cast<int>(std::lround(double(cum + size) * scale));
+    const int r0 = cum_row;
+    const int r1 = row_of(cum + size, scale);
     if (r1 - r0 < 1) {
       if (!in_run) in_run = true, run_first = i, run_start = cum;
       cum += size;
+      cum_row = r1;
       continue;
     }
     flush_run(i);
@@ -264,6 +270,7 @@ void walk_column(const std::vector<uint32_t>& live, const std::vector<TimelineIn
     if (start < end) band(i, start, end);
     next_row = std::max(next_row, end);
     cum += size;
+    cum_row = r1;
     if (next_row >= height) return;
   }
   flush_run(live.size());

@@ -356,7 +356,8 @@ TEST(GuiModelTest, TraceLoaderRunsOffThreadWithProgress) {
   EXPECT_EQ(doc->model().event_count(), expected_stats("kineto_train_h100_s3.expect.json")["events"].get<size_t>());
   ASSERT_FALSE(progress.empty());
   EXPECT_EQ(progress.back(), 1000);
-  EXPECT_FALSE(doc->canFollow()) << "a gzip trace is read once";
+  EXPECT_TRUE(doc->canFollow()) << "a gzip trace can be followed too";
+  EXPECT_FALSE(doc->following()) << "a finished trace is not polled";
 
   loader.start(qdata("snap_small.json"));  // a snapshot is not a trace: a clear error
   loop.exec();
