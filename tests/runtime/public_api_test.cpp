@@ -112,6 +112,22 @@ TEST(PublicApiTest, MaxAndCachedAliasesFollowPeaksAndTheirResets) {
   clean_allocator();
 }
 
+// caching_allocator_delete(ptr, device) on another device than the pointer's: refused, and
+// nothing changes. Needs a second device: skipped, saying so, on one.
+TEST(PublicApiTest, DeleteOnTheWrongDeviceThrowsAndChangesNothing) {
+  CUDASCOPE_REQUIRE_DEVICES(2);
+  clean_allocator();
+  void* p = cuda::caching_allocator_alloc(4096, 0);
+  const auto before = cuda::memory_stats(0);
+  EXPECT_THAT([&] { cuda::caching_allocator_delete(p, 1); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("wrong device")));
+  EXPECT_EQ(cuda::memory_stats(0), before);
+  EXPECT_EQ(cuda::memory_allocated(1), 0);
+  cuda::caching_allocator_delete(p, 0);
+  EXPECT_EQ(cuda::memory_allocated(0), 0);
+  clean_allocator();
+}
+
 // In a child process (the configuration is read once, at the allocator's first use).
 int print_allocator_settings(int, char**) {
   void* p = cuda::caching_allocator_alloc(512, 0);

@@ -1,0 +1,214 @@
+// The commands end to end, as a user runs them, each checked on what it prints or writes
+// against a reference made elsewhere: replay (PyTorch's memory_stats), stats (the tables
+// kept beside the traces, --csv, --check), snapshot-stats' text (the Python-made figures),
+// serve (scraped over real HTTP), run --activities (only the chosen kinds in the trace).
+#include "run_cli.h"
+#include "../metrics/metrics_text.h"
+
+#include <cudascope/util/byte_source.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace cudascope::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string data(const std::string& name) { return std::string(CUDASCOPE_TEST_DATA_DIR) + "/" + name; }
+std::string temp(const std::string& name) { return ::testing::TempDir() + "cli_e2e_" + name; }
+
+std::string read(const std::string& path) {
+  std::string error;
+  std::string text = util::read_file(path, std::uint64_t{1} << 30, error);
+  EXPECT_EQ(error, "") << path;
+  return text;
+}
+
+TEST(CliE2eTest, ReplayWritesPyTorchsMemoryStatsAndTheSummary) {
+  const std::string out = temp("replay_stats.json");
+  const auto r = run_cli("CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_MEMORY=128GiB",
+                         "replay " + data("replay_max_split_s2.jsonl.gz") + " --stats-json " + out + " --summary");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto ours = nlohmann::json::parse(read(out));
+  const auto torch = nlohmann::json::parse(read(data("replay_max_split_s2.stats.json.gz")));
+  ASSERT_EQ(torch.size(), 122u);
+  EXPECT_EQ(ours, torch) << "every memory_stats key as PyTorch reported it";
+  // --summary: PyTorch's table on stderr, with the peak the stats hold.
+  EXPECT_THAT(r.output, HasSubstr("PyTorch CUDA memory summary, device ID 0"));
+  EXPECT_THAT(r.output, HasSubstr("CUDA OOMs: " + std::to_string(torch["num_ooms"].get<long long>())));
+}
+
+TEST(CliE2eTest, StatsPrintsTheTablesKeptBesideTheTraces) {
+  auto r = run_cli("", "stats " + data("trace_golden.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, read(data("trace_golden.stats.txt")));
+  r = run_cli("", "stats --csv " + data("kineto_train_h100_s3.json.gz"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, read(data("kineto_train_h100_s3.stats.csv")));
+  // The CSV's kernel rows agree with the counts Python's json made from the same trace.
+  const auto expect = nlohmann::json::parse(read(data("kineto_train_h100_s3.expect.json")));
+  ASSERT_TRUE(expect.contains("kernels_by_name")) << expect.dump().substr(0, 300);
+  for (const auto& [name, count] : expect["kernels_by_name"].items()) {
+    if (name.find_first_of(",\"") != std::string::npos) continue;  // quoted in CSV; the plain names suffice
+    EXPECT_THAT(r.output, HasSubstr("\nkernel," + name + "," + std::to_string(count.get<long long>()) + ","))
+        << "kernel " << name;
+  }
+}
+
+TEST(CliE2eTest, StatsCheckPassesAValidTraceAndFailsABrokenOne) {
+  auto r = run_cli("", "stats --check " + data("trace_golden.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("18 events follow the trace format's rules"));
+  const std::string broken = temp("unmatched_end.json");
+  std::ofstream(broken) << R"({"traceEvents":[{"ph":"E","ts":1,"pid":1,"tid":1,"name":"x"}]})";
+  r = run_cli("", "stats --check " + broken);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"E\" with no open \"B\" on pid 1 tid 1"));
+  // Without --check the same file is summarised, not judged.
+  EXPECT_EQ(run_cli("", "stats " + broken).exit_code, 0);
+}
+
+TEST(CliE2eTest, SnapshotStatsTextHoldsThePythonMadeFigures) {
+  const auto r = run_cli("", "snapshot-stats " + data("snap_small.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto expect = nlohmann::json::parse(read(data("snap_small.stats.json")));
+  auto row = [&](const std::string& label, const std::string& value) {
+    EXPECT_THAT(r.output, ::testing::ContainsRegex("\n  " + label + " +" + value + "\n")) << label;
+  };
+  row("segments", std::to_string(expect["segments"].get<long long>()));
+  row("blocks", std::to_string(expect["blocks"].get<long long>()));
+  row("trace entries", std::to_string(expect["trace_entries"].get<long long>()));
+  row("reserved", "[0-9.]+ [KMG]?i?B \\(" + std::to_string(expect["reserved_bytes"].get<long long>()) + "\\)");
+  row("allocated", "[0-9.]+ [KMG]?i?B \\(" + std::to_string(expect["allocated_bytes"].get<long long>()) + "\\)");
+  row("oom entries", std::to_string(expect["oom_entries"].get<long long>()));
+  std::ostringstream ratio;
+  ratio.precision(3);
+  ratio << expect["external_fragmentation_ratio"].get<double>() * 100;
+  row("external fragmentation", std::regex_replace(ratio.str(), std::regex("\\."), "\\.") + "%");
+  // One "action=count" per recorded action, on the actions line (in the allocator's order).
+  const std::size_t line_start = r.output.find("\n  actions ");
+  ASSERT_NE(line_start, std::string::npos) << r.output;
+  const std::string actions = r.output.substr(line_start + 1, r.output.find('\n', line_start + 1) - line_start);
+  for (const auto& [action, count] : expect["actions"].items()) {
+    EXPECT_THAT(actions, ::testing::ContainsRegex(" " + action + "=" + std::to_string(count.get<long long>()) + "[ \n]"));
+  }
+  EXPECT_EQ(std::count(actions.begin(), actions.end(), '='), static_cast<long>(expect["actions"].size()));
+}
+
+// `cudascope serve` as a user starts it; stopped with SIGTERM as Ctrl-C would.
+class ServeProcess {
+ public:
+  explicit ServeProcess(const std::vector<std::string>& args) : log_(temp("serve.log")) {
+    std::vector<std::string> argv_storage{CUDASCOPE_CLI_PATH, "serve"};
+    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    setenv("CUDASCOPE_BACKEND", "sim", 1);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~ServeProcess() { stop(); }
+  // The port from the banner ("... (port N) ..."), or 0 after 10 s without one.
+  int port() {
+    const std::regex banner("\\(port ([0-9]+)\\)");
+    for (int i = 0; i < 200 && pid_ > 0; ++i) {
+      std::smatch m;
+      const std::string text = output();
+      if (std::regex_search(text, m, banner)) return std::stoi(m[1]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return 0;
+  }
+  int stop() {
+    if (pid_ <= 0) return status_;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status_;
+  }
+  std::string output() const {
+    std::ifstream in(log_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+TEST(CliE2eTest, ServeAnswersAScrapeOverHttp) {
+  ServeProcess serve({"--bind", "127.0.0.1:0", "--device", "1", "--job", "e2e"});
+  const int port = serve.port();
+  ASSERT_GT(port, 0) << serve.output();
+  const auto body = http_get(port, "/metrics");
+  ASSERT_TRUE(body.has_value());
+  const auto samples = parse_exposition(*body);
+  ASSERT_FALSE(samples.empty()) << *body;
+  const auto watts = find_sample(samples, "cudascope_gpu_power_watts", {{"device", "1"}, {"job", "e2e"}});
+  ASSERT_TRUE(watts.has_value()) << *body;
+  EXPECT_GT(*watts, 1.0);
+  EXPECT_FALSE(find_sample(samples, "cudascope_device_info", {{"device", "0"}}).has_value()) << "--device 1 only";
+  const auto missing = http_exchange(port, "GET /nothing HTTP/1.0\r\n\r\n");
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(missing->rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(serve.stop(), 0) << serve.output();
+  EXPECT_THAT(serve.output(), HasSubstr("stopped serving metrics"));
+}
+
+// The (ph, cat) pairs of a trace's events.
+std::set<std::pair<std::string, std::string>> event_kinds(const std::string& path) {
+  const auto trace = nlohmann::json::parse(read(path));
+  const auto& events = trace.is_array() ? trace : trace["traceEvents"];
+  std::set<std::pair<std::string, std::string>> out;
+  for (const auto& e : events) out.emplace(e.value("ph", ""), e.value("cat", ""));
+  return out;
+}
+
+TEST(CliE2eTest, RunActivitiesRecordsOnlyTheChosenKinds) {
+  const std::string cli = CUDASCOPE_CLI_PATH;
+  const std::string only = temp("kernels_only.json"), everything = temp("default.json");
+  auto r = run_cli("CUDASCOPE_BACKEND=sim", "run --activities kernel -o " + only + " -- " + cli + " demo --iterations 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_cli("CUDASCOPE_BACKEND=sim", "run -o " + everything + " -- " + cli + " demo --iterations 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto kernels = event_kinds(only), all = event_kinds(everything);
+  EXPECT_TRUE(kernels.count({"X", "kernel"}));
+  for (const auto& [ph, cat] : kernels) {
+    EXPECT_TRUE(ph == "M" || (ph == "X" && cat == "kernel")) << ph << " " << cat << " recorded with --activities kernel";
+  }
+  // The default records more: runtime calls, NVTX ranges, the launch-to-kernel flows.
+  EXPECT_TRUE(all.count({"X", "kernel"}));
+  EXPECT_TRUE(all.count({"X", "cuda_runtime"}));
+  EXPECT_TRUE(all.count({"B", "nvtx"}));
+  EXPECT_TRUE(all.count({"s", "ac2g"}));
+  r = run_cli("CUDASCOPE_BACKEND=sim", "run --activities kernels -o " + only + " -- true");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("kernels"));
+}
+
+}  // namespace
+}  // namespace cudascope::testing
