@@ -8,7 +8,7 @@ which="${1:-all}"
 jobs="${CUDASCOPE_JOBS:-2}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF
         -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF)
-targets=(runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test allocator_model_test host_allocator_test analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test)
+targets=(runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test allocator_model_test host_allocator_test analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test blas_test ipc_test)
 export CUDASCOPE_BACKEND=sim
 
 run() {  # run BUILD_DIR TEST...
@@ -33,6 +33,8 @@ if [[ "$which" == all || "$which" == asan ]]; then
   run build-asan allocator_model_test
   # The snapshot loaders take untrusted files: their tests and fuzz corpus under ASan too.
   run build-asan analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test
+  # cuBLAS handles and CUDA IPC (shared memory, a second process, reference counting).
+  run build-asan blas_test ipc_test
 fi
 
 if [[ "$which" == all || "$which" == tsan ]]; then
@@ -42,6 +44,6 @@ if [[ "$which" == all || "$which" == tsan ]]; then
   # The multi-threaded variant is the one TSan is for; the single-threaded suites add the
   # sim backend's stream worker threads under TSan too.
   CUDASCOPE_PROPERTY_OPS=160000 run build-tsan allocator_threads_test
-  run build-tsan allocator_test runtime_test runtime_sim_test host_allocator_test
+  run build-tsan allocator_test runtime_test runtime_sim_test host_allocator_test blas_test ipc_test
 fi
 echo "sanitizers: all passed"

@@ -221,15 +221,19 @@ TEST_F(IpcTest, WhatCannotBeSharedIsRefused) {
 
 TEST_F(IpcTest, ExpandableSegmentsCannotBeShared) {
   cuda::memory::set_allocator_settings("expandable_segments:True");
-  try {
+  std::string refusal;
+  {
     cuda::empty_cache();  // a new segment, not a cached block of an ordinary one
     const Tensor t = cudascope::ones({8 << 20}, on_cuda());
-    EXPECT_THROW(cuda::share_tensor(t), cuda::Error);
-  } catch (...) {
-    cuda::memory::set_allocator_settings("");
-    throw;
+    try {
+      cuda::share_tensor(t);
+    } catch (const cuda::Error& e) {
+      refusal = e.what();
+    }
   }
+  cuda::empty_cache();  // the expandable segment must not serve later tests' allocations
   cuda::memory::set_allocator_settings("");
+  EXPECT_THAT(refusal, ::testing::HasSubstr("expandable segment"));
 }
 
 // The sim's own model: a shared segment moves into a shared-memory object (named in the

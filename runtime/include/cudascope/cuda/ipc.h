@@ -71,7 +71,7 @@ Tensor open_shared_tensor(const SharedTensorHandle& handle);
 // file when no counter in it is in use. True when a block was returned.
 bool ipc_collect();
 
-// What IPC holds in this process (tests, metrics).
+// What IPC holds in this process.
 struct IpcStats {
   std::size_t lent_blocks = 0;       // producer: shared blocks whose storage is still in use
   std::size_t limbo_blocks = 0;      // producer: freed by the producer, awaiting consumers
