@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 
 namespace cudascope::cuda::detail {
 namespace {
@@ -121,10 +122,14 @@ void* CachingHostAllocator::register_host_memory(std::size_t size, std::size_t t
     if (threads > 1 && size >= kPage * threads) {
       // Faulting the pages in is most of the cost for large blocks; the threads split it.
       std::vector<std::thread> workers;
-      for (std::size_t i = 0; i < threads; ++i) {
-        const std::size_t begin = size * i / threads;
-        const std::size_t end = i + 1 == threads ? size : size * (i + 1) / threads;
-        workers.emplace_back(touch_pages, base, begin, end);
+      std::size_t started = 0;
+      try {
+        for (; started < threads; ++started) {
+          const std::size_t end = started + 1 == threads ? size : size * (started + 1) / threads;
+          workers.emplace_back(touch_pages, base, size * started / threads, end);
+        }
+      } catch (const std::system_error&) {
+        touch_pages(base, size * started / threads, size);  // no more threads: this one does the rest
       }
       for (std::thread& worker : workers) worker.join();
     } else {
