@@ -11,6 +11,9 @@
 #include <cudascope/cuda/memory.h>
 
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <utility>
 
 namespace cudascope {
 namespace {
@@ -46,9 +49,22 @@ void copy_same_place(const Tensor& dst, const Tensor& src) {
   detail::run_kernel(dst.device(), k);
 }
 
+// As torch's get_p2p_access: access from `device` to `peer` is enabled the first time a copy
+// needs it, where the hardware allows it. Without it CUDA stages a device-to-device copy
+// through the host: still correct, but about 8x slower than NVLink on two H200s.
+void ensure_peer_access(int device, int peer) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> tried;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!tried.emplace(device, peer).second) return;
+  auto& backend = cuda::detail::lazy_backend();
+  if (backend.can_access_peer(device, peer)) backend.enable_peer_access(device, peer);
+}
+
 // Between two devices, as torch: the copy runs on the source device's current stream after a
 // two-way barrier, so neither side's queued work races it.
 void copy_between_devices(const Tensor& dst, const Tensor& src) {
+  ensure_peer_access(src.device().index, dst.device().index);
   const Tensor source = src.contiguous();
   const bool direct = dst.is_contiguous();
   const Tensor target = direct ? dst : empty(dst.sizes(), TensorOptions{}.with_dtype(dst.dtype()).with_device(dst.device()));
