@@ -309,13 +309,14 @@ void StackedTimeline::render(const TimelineView& v, uint32_t* pixels, int stride
       col.event = rep;
       col.live_bytes = rep >= 0 ? totals_[static_cast<size_t>(rep)] : initial_bytes_;
       col.live_count = static_cast<uint32_t>(cursor.live.size());
-      // Intervals that began in this column but are not part of the drawn (peak) state.
-      auto first = std::lower_bound(begin_event_.begin() + first_traced_, begin_event_.end(), static_cast<uint32_t>(lo));
-      for (auto it = first; it != begin_event_.end() && *it < hi; ++it) {
-        const auto id = static_cast<size_t>(it - begin_event_.begin());
-        const bool live_at_rep = int64_t(*it) <= rep && (end_event_[id] == UINT32_MAX || int64_t(end_event_[id]) > rep);
-        if (!live_at_rep) ++col.churn;
-      }
+      // Intervals that began in this column but are not part of the drawn (peak) state:
+      // all that began here, less those still live at the drawn event. Intervals are
+      // numbered in begin order, so both counts are binary searches (no walk over them).
+      const auto first = std::lower_bound(begin_event_.begin() + first_traced_, begin_event_.end(), static_cast<uint32_t>(lo));
+      const auto end = std::lower_bound(first, begin_event_.end(), static_cast<uint32_t>(hi));
+      const auto first_id = static_cast<uint32_t>(first - begin_event_.begin());
+      const auto live_begun = cursor.live.end() - std::lower_bound(cursor.live.begin(), cursor.live.end(), first_id);
+      col.churn = static_cast<decltype(col.churn)>((end - first) - live_begun);
     }
   }
 }
