@@ -115,6 +115,12 @@ void export_live_metrics_environment(const LiveMetricsOptions& m, std::string ac
     setenv("CUDASCOPE_ACTIVITIES", (activities + ",launch,nvtx").c_str(), 1);  // launches carry the range
   }
   if (m.no_trace) setenv("CUDASCOPE_NO_TRACE", "1", 1);
+  if (m.no_trace && !m.label_nvtx && activities == "default") {
+    // Launch records carry only what a trace draws (flows) and the NVTX label: metrics
+    // alone do without them, one CUPTI record less per kernel launch.
+    const auto set = cudascope::profiler::ActivitySet::defaults().remove(cudascope::profiler::Activity::kLaunch);
+    setenv("CUDASCOPE_ACTIVITIES", set.to_string().c_str(), 1);
+  }
   if (!m.job.empty()) setenv("CUDASCOPE_JOB", m.job.c_str(), 1);
 }
 // --- end of live metrics ---

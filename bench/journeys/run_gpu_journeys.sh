@@ -3,7 +3,8 @@
 # of cudascope: (1) our trace and torch.profiler's of the same whole program, and the kernel
 # counts `cudascope stats` reads from both; (2) `cudascope run --metrics` scraped while the
 # loop runs, its kernel count against the trace of the same run; (3) the cost of --no-trace
-# metrics and of full tracing against the plain loop, interleaved in one call.
+# metrics and of full tracing against the plain loop and against CUPTI's own floor, interleaved
+# in one call.
 # Usage: bench/journeys/run_gpu_journeys.sh BUILD_DIR OUT_DIR
 set -uo pipefail
 build=${1:?usage: run_gpu_journeys.sh BUILD_DIR OUT_DIR}
@@ -40,9 +41,13 @@ PY
 echo "== 3. overhead on a launch-bound loop: the loop's own seconds (median of its 5 repetitions), 3 interleaved rounds"
 loop=$here/../profiler/torch_launch_loop.py
 median() { python3 -c 'import json,statistics,sys; print(statistics.median(json.loads(l)["seconds"] for l in sys.stdin if l.startswith("{")))'; }
+# The floors: the same runs with CUDASCOPE_CUPTI_DISCARD=1, where CUPTI records the same
+# activity kinds and the buffers are dropped undecoded: what CUPTI itself costs.
 for round in 1 2 3; do
   echo "$round plain $(python3 "$loop" | median)"
+  echo "$round cupti-floor-metrics $(CUDASCOPE_CUPTI_DISCARD=1 "$cli" run --metrics 127.0.0.1:9462 --no-trace -- python3 "$loop" | median)"
   echo "$round metrics-no-trace $("$cli" run --metrics 127.0.0.1:9462 --no-trace -- python3 "$loop" | median)"
+  echo "$round cupti-floor-trace $(CUDASCOPE_CUPTI_DISCARD=1 "$cli" run -o /tmp/loop_floor.json.gz -- python3 "$loop" | median)"
   echo "$round full-trace $("$cli" run -o /tmp/loop.json.gz -- python3 "$loop" | median)"
 done | tee "$out/overhead.txt"
 exit $status

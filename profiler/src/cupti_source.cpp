@@ -86,11 +86,16 @@ const std::vector<CUpti_CallbackId>& launch_callbacks() {
   return ids;
 }
 
+bool discard_requested() {
+  const char* value = std::getenv("CUDASCOPE_CUPTI_DISCARD");
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
 }  // namespace
 
 std::atomic<CuptiSource*> CuptiSource::live_{nullptr};
 
-CuptiSource::CuptiSource(const SessionOptions& options) : options_(options) {}
+CuptiSource::CuptiSource(const SessionOptions& options) : options_(options), discard_(discard_requested()) {}
 
 CuptiSource::~CuptiSource() {
   try {
@@ -175,7 +180,7 @@ void CuptiSource::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, 
 void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t,
                                       std::size_t valid_bytes) {
   if (buffer == nullptr) return;
-  {
+  if (!discard_) {
     std::lock_guard lock(decode_mutex_);
     decoder_.decode(buffer, valid_bytes, [](const Record* records, std::size_t count) {
       RecordBuffers& buffers = RecordBuffers::process();
