@@ -79,7 +79,9 @@ TEST(CliTest, DemoDefaultsToAuto) {
   // Without a GPU, auto falls back to sim; with one it runs on cuda.
   const Result result = run_cli("env -u CUDASCOPE_BACKEND", "demo --iterations 2 --kernel-ms 1");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const bool has_gpu = run_cli("CUDASCOPE_BACKEND=cuda", "devices").output.find("no devices") == std::string::npos;
+  // A GPU: the cuda backend lists devices (a build without it fails; one without a GPU says so).
+  const Result cuda_devices = run_cli("CUDASCOPE_BACKEND=cuda", "devices");
+  const bool has_gpu = cuda_devices.exit_code == 0 && cuda_devices.output.find("no devices") == std::string::npos;
   EXPECT_THAT(result.output, HasSubstr(has_gpu ? "on the cuda backend" : "on the sim backend"));
 }
 

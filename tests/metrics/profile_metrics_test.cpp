@@ -94,12 +94,13 @@ TEST(ProfileMetricsTest, CountersNeverDecreaseWhenANameTakesAFreeSlotLater) {
   const auto middle = parse_exposition(live.render());  // beta takes the free slot now
   live.consume(later.data(), 2);
   const auto after = parse_exposition(live.render());
-  for (const auto* samples : {&before, &middle, &after}) {
-    for (const Sample& s : *samples) {
+  // In scrape order (indices, not the variables' addresses: their order is the compiler's).
+  const std::vector<const std::vector<Sample>*> scrapes = {&before, &middle, &after};
+  for (std::size_t i = 0; i < scrapes.size(); ++i) {
+    for (const Sample& s : *scrapes[i]) {
       if (s.name != "cudascope_kernels_total") continue;
-      for (const auto* later_samples : {&middle, &after}) {
-        if (later_samples <= samples) continue;
-        const auto value = find_sample(*later_samples, s.name, s.labels);
+      for (std::size_t j = i + 1; j < scrapes.size(); ++j) {
+        const auto value = find_sample(*scrapes[j], s.name, s.labels);
         ASSERT_TRUE(value.has_value()) << s.labels.at("kernel") << " vanished";
         EXPECT_GE(*value, s.value) << s.labels.at("kernel");
       }
