@@ -1,9 +1,13 @@
-// Public entry points of the runtime that no other test reaches: Stream::wait_event, the live
-// memory_summary and its abbreviated form, the memory fraction's getter, the max_/cached
-// aliases and their resets, and the PYTORCH_CUDA_ALLOC_CONF fallback.
+// Public entry points of the runtime that no other test reaches: Stream::wait_event and
+// Event::wait, the live memory_summary and its abbreviated form, the memory fraction's getter,
+// the max_/cached aliases and their resets, the PYTORCH_CUDA_ALLOC_CONF fallback, the host
+// peak reset and utilization.
 #include "test_support.h"
 
 #include "allocator/caching_allocator.h"
+
+#include <cudascope/cuda/host_memory.h>
+#include <cudascope/cuda/telemetry.h>
 
 #include <chrono>
 #include <cstdio>
@@ -126,6 +130,50 @@ TEST(PublicApiTest, DeleteOnTheWrongDeviceThrowsAndChangesNothing) {
   cuda::caching_allocator_delete(p, 0);
   EXPECT_EQ(cuda::memory_allocated(0), 0);
   clean_allocator();
+}
+
+TEST(PublicApiTest, EventWaitHoldsBackTheCurrentStreamAndEventsMove) {
+  cuda::Stream producer(0), waiter(0);
+  cuda::busy_wait(300ms, producer);
+  cuda::Event produced(true);
+  produced.record(producer);
+  cuda::Event moved(std::move(produced));  // the recorded event moves with it
+  {
+    cuda::StreamGuard guard(waiter);
+    moved.wait();  // makes the current stream, `waiter`, wait
+  }
+  cuda::Event after(true);
+  cuda::busy_wait(1ms, waiter);
+  after.record(waiter);
+  EXPECT_FALSE(waiter.query()) << "Event::wait() did not hold back the current stream";
+  after.synchronize();
+  EXPECT_TRUE(moved.query());
+  EXPECT_GE(moved.elapsed_time(after), 0.0f);
+  cuda::Event assigned;
+  assigned = std::move(moved);
+  EXPECT_TRUE(assigned.is_created());
+  EXPECT_TRUE(assigned.query());
+}
+
+TEST(PublicApiTest, HostMemoryPeakResetsToTheCurrentUse) {
+  void* a = cuda::host::allocate(1 << 20);
+  void* b = cuda::host::allocate(1 << 20);
+  cuda::host::free(b);
+  auto stats = cuda::host_memory_stats();
+  const auto peak = stats.at("active_requests.peak");
+  EXPECT_GE(peak, stats.at("active_requests.current") + 1) << "two were active at once, one is now";
+  cuda::reset_peak_host_memory_stats();
+  stats = cuda::host_memory_stats();
+  EXPECT_EQ(stats.at("active_requests.peak"), stats.at("active_requests.current"));
+  EXPECT_EQ(stats.at("active_bytes.peak"), stats.at("active_bytes.current"));
+  cuda::host::free(a);
+}
+
+TEST(PublicApiTest, UtilizationIsAPercentage) {
+  const int percent = cuda::utilization(0);
+  EXPECT_GE(percent, 0);
+  EXPECT_LE(percent, 100);
+  EXPECT_EQ(cuda::device_telemetry(0).utilization_percent.has_value(), true);
 }
 
 // In a child process (the configuration is read once, at the allocator's first use).
