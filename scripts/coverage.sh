@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Line and branch coverage of runtime/, profiler/ and analysis/ by the test suite on the sim
+# backend: a separate build (build-coverage/: gcc --coverage, -O0, no GUI, no cuda backend,
+# since nothing here can run CUDA), ctest without the gpu label, then gcovr's figures per
+# folder, a per-file table and the public entry points no test calls in build-coverage/coverage/.
+# Prints the figures; exits with ctest's status (coverage is reported either way).
+# Usage: scripts/coverage.sh [BUILD_DIR]   (CUDASCOPE_JOBS: parallel jobs, default nproc)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-coverage}
+jobs=${CUDASCOPE_JOBS:-$(nproc)}
+"$root/scripts/install-deps.sh" gcovr
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_FLAGS="--coverage -O0" -DCMAKE_CXX_FLAGS="--coverage -O0" \
+  -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage \
+  -DCUDASCOPE_WITH_CUDA=OFF -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$jobs"
+
+# Counts from this run only.
+find "$build" -name '*.gcda' -delete
+status=0
+# The package tests link an uninstrumented consumer against the installed (instrumented)
+# libraries, which cannot work here; they test installation, not these folders.
+(cd "$build" && CUDASCOPE_BACKEND=sim ctest -j "$jobs" -LE gpu -E '^package\.' --timeout 900 --output-on-failure) ||
+  status=$?
+
+out="$build/coverage"
+mkdir -p "$out"
+gcov_tool=gcov-$(gcc -dumpversion | cut -d. -f1)
+command -v "$gcov_tool" >/dev/null || gcov_tool=gcov
+echo
+echo "coverage on the sim backend ($(date -u +%Y-%m-%d), $(nproc) cores):"
+printf '%-10s %18s %18s\n' folder lines branches
+for dir in runtime profiler analysis; do
+  # Throw branches (every call that may throw) and unreachable ones say nothing about tests.
+  gcovr --root "$root" --object-directory "$build" --gcov-executable "$gcov_tool" \
+    --filter "$root/$dir/" --exclude-throw-branches --exclude-unreachable-branches \
+    --txt "$out/$dir.txt" --json-summary "$out/$dir.json" >/dev/null
+  python3 - "$dir" "$out/$dir.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2]))
+print(f"{sys.argv[1] + '/':<10} {d['line_percent']:6.1f}% {d['line_covered']:>5}/{d['line_total']:<5} "
+      f"{d['branch_percent']:6.1f}% {d['branch_covered']:>5}/{d['branch_total']:<5}")
+PY
+done
+# Public entry points no test calls: functions of the three libraries run 0 times, outside
+# detail and anonymous namespaces, whose name a public header (include/cudascope/) declares.
+gcovr --root "$root" --object-directory "$build" --gcov-executable "$gcov_tool" \
+  --filter "$root/(runtime|profiler|analysis)/" --json "$out/functions.json" >/dev/null
+python3 - "$root" "$out/functions.json" >"$out/untested_public.txt" <<'PY'
+import json, re, subprocess, sys, pathlib
+root = pathlib.Path(sys.argv[1])
+headers = "".join(p.read_text(errors="replace") for d in ("runtime", "profiler", "analysis")
+                  for p in (root / d / "include").rglob("*.h"))
+zero = []
+for f in json.load(open(sys.argv[2]))["files"]:
+    for fn in f.get("functions", []):
+        if fn.get("execution_count", 1) == 0:
+            zero.append((f["file"], fn["lineno"], fn["name"]))
+names = subprocess.run(["c++filt"], input="\n".join(n for _, _, n in zero), capture_output=True, text=True).stdout.split("\n")
+seen = set()
+for (file, line, _), name in zip(zero, names):
+    if "detail::" in name or "(anonymous namespace)" in name or "{lambda" in name or not name.startswith("cudascope::"):
+        continue
+    short = re.sub(r"\(.*", "", name).split("::")[-1]
+    if not re.search(r"\b" + re.escape(short) + r"\s*\(", headers) or name in seen:
+        continue
+    seen.add(name)
+    print(f"{file}:{line}: {name}")
+PY
+echo "public entry points never called: $(wc -l <"$out/untested_public.txt") (list: $out/untested_public.txt)"
+echo "per-file tables: $out/{runtime,profiler,analysis}.txt"
+exit "$status"
