@@ -149,6 +149,21 @@ TEST_F(IpcTest, AFreedSharedBlockWaitsUntilTheConsumerReleasesIt) {
   EXPECT_EQ(after.counters_in_use, before.counters_in_use);
 }
 
+TEST_F(IpcTest, AnAllocationThatMissesTheCacheCollectsReleasedBlocksFirst) {
+  const auto allocated = cuda::memory_allocated(0);
+  Tensor t = cudascope::full({1 << 16}, 1.0, on_cuda());
+  const cuda::SharedTensorHandle handle = cuda::share_tensor(t);
+  t = Tensor();
+  const auto child = run_ipc_child("--ipc-write-child", handle);
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  const std::size_t limbo = cuda::ipc_stats().limbo_blocks;
+  ASSERT_GE(limbo, 1u);
+  // No ipc_collect(): a request no cached block fits runs it, as torch's free-memory callback.
+  const Tensor big = cudascope::empty({48 << 20}, on_cuda().with_dtype(cudascope::DType::kUInt8));
+  EXPECT_EQ(cuda::ipc_stats().limbo_blocks, limbo - 1);
+  EXPECT_EQ(cuda::memory_allocated(0), allocated + static_cast<std::int64_t>(big.nbytes()));
+}
+
 namespace {
 // A fresh process: one share, consumed by a grandchild, then collected; prints the counters
 // files left (none: an idle file goes at ipc_collect, as torch's safe_clean_current_file).

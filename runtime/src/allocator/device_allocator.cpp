@@ -9,9 +9,30 @@
 #include <cudascope/cuda/instrumentation.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 namespace cudascope::cuda::detail::alloc {
+namespace {
+std::atomic<FreeMemoryCallback> free_memory_callback{nullptr};
+}  // namespace
+
+void set_free_memory_callback(FreeMemoryCallback callback) noexcept { free_memory_callback.store(callback); }
+
+bool DeviceAllocator::free_memory(std::unique_lock<DeviceLock>& lock) {
+  const FreeMemoryCallback callback = free_memory_callback.load(std::memory_order_relaxed);
+  if (callback == nullptr) [[likely]] return false;
+  // The callback frees blocks through this allocator: it must not run under the lock.
+  lock.unlock();
+  bool freed = false;
+  try {
+    freed = callback();
+  } catch (...) {
+    // Freeing is best effort; the request goes on as if nothing was freed.
+  }
+  lock.lock();
+  return freed;
+}
 
 DeviceAllocator::DeviceAllocator(int device, Backend& backend)
     : device_(device), backend_(backend), large_(false, &nodes_), small_(true, &nodes_) {}
@@ -83,7 +104,7 @@ void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::i
   p.stream_stats = stats_for(stream);
   p.stream_id = stream_id;
 
-  bool found = get_free_block(p);
+  bool found = get_free_block(p) || (free_memory(lock) && get_free_block(p));
   if (!found) {
     if (set_fraction_ && config().garbage_collection_threshold > 0.0) garbage_collect_cached_blocks(ctx);
     found = alloc_block(p, false, ctx, lock) ||

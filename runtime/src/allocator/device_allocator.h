@@ -29,6 +29,13 @@ namespace cudascope::cuda::detail::alloc {
 // object: old ones are kept until exit).
 const AllocatorConfig& config() noexcept;
 
+// PyTorch's FreeMemoryCallback: when a request finds no cached block, before new memory is
+// allocated, the callback runs (without the device lock) and, when it returns true (it freed
+// memory), the cache is searched again. CUDA IPC registers ipc_collect at its first share, as
+// torch registers CudaIPCCollect; with none registered a miss costs one atomic load.
+using FreeMemoryCallback = bool (*)();
+void set_free_memory_callback(FreeMemoryCallback callback) noexcept;
+
 // Why a pointer could not be freed.
 enum class PointerKind { kAllocated, kFreeBlock, kInsideBlock, kUnknown };
 
@@ -103,6 +110,8 @@ class DeviceAllocator {
   bool should_split(const Block* block, std::size_t size) const;
 
   bool get_free_block(AllocParams& p);
+  // Runs the free-memory callback with `lock` released; true when it freed memory.
+  static bool free_memory(std::unique_lock<DeviceLock>& lock);
   // `lock` holds mutex_; release_lock_on_cudamalloc releases it around the backend's malloc.
   bool alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx, std::unique_lock<DeviceLock>& lock);
   Block* alloc_found_block(AllocParams& p, std::size_t orig_size, ContextPtr ctx, bool split);

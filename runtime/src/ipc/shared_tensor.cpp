@@ -5,6 +5,7 @@
 #include "sent_blocks.h"
 
 #include "../allocator/caching_allocator.h"
+#include "../allocator/device_allocator.h"
 #include "../check.h"
 #include "../runtime_state.h"
 #include "../tensor/storage.h"
@@ -103,6 +104,13 @@ SharedTensorHandle share_tensor(const Tensor& tensor) {
   } else {
     current_stream(device).synchronize();
   }
+  // As torch's CudaIPCCollect free-memory callback: blocks consumers have released go back
+  // to the cache before the allocator asks the device for more.
+  static const bool collect_on_cache_miss = [] {
+    detail::alloc::set_free_memory_callback([] { return ipc_collect(); });
+    return true;
+  }();
+  (void)collect_on_cache_miss;
   detail::ipc::CounterSlot slot = s.counters.take();
   handle.ref_counter_handle = slot.file;
   handle.ref_counter_offset = slot.offset;

@@ -10,8 +10,9 @@
 // while any tensor uses it) and, when its last tensor on the memory goes, synchronises its
 // current stream and decrements the counter. The producer's block is not returned to the
 // caching allocator while a counter it handed out is above zero: a producer tensor freed
-// before then waits in a limbo that ipc_collect() (and every later release) empties, as
-// torch's CudaIPCSentData / CudaIPCSentDataLimbo.
+// before then waits in a limbo that ipc_collect() (and every later release, and the caching
+// allocator when a request misses its cache) empties, as torch's CudaIPCSentData /
+// CudaIPCSentDataLimbo and its free-memory callback.
 //
 // On the sim backend a shared segment is moved, in place, into POSIX shared memory, which
 // the consumer maps into its own simulated device; so the same code runs end to end.
