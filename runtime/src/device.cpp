@@ -38,6 +38,23 @@ std::atomic<int> sync_debug_mode{0};
 // (4 KiB-aligned) included, into the static TLS surplus, which is far smaller: dlopen then
 // fails with "cannot allocate memory in static TLS block".
 thread_local int invalid_device_of_thread = -1;
+// Threads whose invalid_device_of_thread is set: while 0 (always, but for a DeviceGuard given
+// a bad index) the hot paths skip that thread-local read.
+std::atomic<int> threads_with_invalid_device{0};
+// The backend once lazy_backend() has initialised it, for the hot paths (a plain load instead
+// of backend()'s function-local static and lazy_backend()'s checks).
+std::atomic<Backend*> initialized_backend{nullptr};
+
+void set_invalid_device(int device) {
+  if (invalid_device_of_thread < 0) threads_with_invalid_device.fetch_add(1, std::memory_order_relaxed);
+  invalid_device_of_thread = device;
+}
+
+void clear_invalid_device() {
+  if (threads_with_invalid_device.load(std::memory_order_relaxed) == 0 || invalid_device_of_thread < 0) return;
+  invalid_device_of_thread = -1;
+  threads_with_invalid_device.fetch_sub(1, std::memory_order_relaxed);
+}
 // device_count() once the backend is initialised (0 before): resolve_device's common case
 // is then one compare after asking the backend for the current device.
 std::atomic<int> known_device_count{0};
@@ -107,6 +124,7 @@ Backend& lazy_backend() {
   if (!initialized.load(std::memory_order_acquire)) {
     std::call_once(init_once, [&] {
       register_fork_handler();
+      initialized_backend.store(&selected, std::memory_order_release);
       initialized.store(true, std::memory_order_release);
       tools::start_metrics_from_environment();
     });
@@ -116,8 +134,9 @@ Backend& lazy_backend() {
 
 int resolve_device(int device) {
   const int known = known_device_count.load(std::memory_order_acquire);
-  if (known > 0 && invalid_device_of_thread < 0 && !in_bad_fork.load(std::memory_order_relaxed)) [[likely]] {
-    const int index = device < 0 ? backend().current_device() : device;
+  if (known > 0 && threads_with_invalid_device.load(std::memory_order_relaxed) == 0 &&
+      !in_bad_fork.load(std::memory_order_relaxed)) [[likely]] {
+    const int index = device < 0 ? initialized_backend.load(std::memory_order_relaxed)->current_device() : device;
     if (index < known) return index;
   }
   return resolve_device_slow(device);
@@ -139,6 +158,11 @@ bool launch_blocking() {
 }
 
 int thread_device() {
+  Backend* ready = initialized_backend.load(std::memory_order_acquire);
+  if (ready != nullptr && threads_with_invalid_device.load(std::memory_order_relaxed) == 0 &&
+      !in_bad_fork.load(std::memory_order_relaxed)) [[likely]] {
+    return ready->current_device();
+  }
   Backend& b = lazy_backend();
   return invalid_device_of_thread >= 0 ? invalid_device_of_thread : b.current_device();
 }
@@ -147,7 +171,7 @@ int thread_device() {
 // needless one would create a context on a device the program never uses).
 void set_thread_device(int device) {
   Backend& b = lazy_backend();
-  invalid_device_of_thread = -1;
+  clear_invalid_device();
   if (b.current_device() != device) b.set_device(device);
 }
 
@@ -290,7 +314,7 @@ DeviceGuard::DeviceGuard(int device) noexcept {
   } catch (...) {
     // A guard cannot throw (it may be built during unwinding): the index it could not make
     // current is remembered, so the first call that uses the current device throws naming it.
-    detail::invalid_device_of_thread = device;
+    detail::set_invalid_device(device);
   }
 }
 
@@ -299,7 +323,7 @@ DeviceGuard::~DeviceGuard() noexcept {
   try {
     detail::set_thread_device(original_);
   } catch (...) {
-    detail::invalid_device_of_thread = original_;
+    detail::set_invalid_device(original_);
   }
 }
 
