@@ -4,39 +4,45 @@
 # since nothing here can run CUDA), ctest without the gpu label, then gcovr's figures per
 # folder, a per-file table and the public entry points no test calls in build-coverage/coverage/.
 # Prints the figures; exits with ctest's status (coverage is reported either way).
-# Usage: scripts/coverage.sh [BUILD_DIR]   (CUDASCOPE_JOBS: parallel jobs, default nproc)
+# Usage: scripts/coverage.sh [--report] [BUILD_DIR]   (CUDASCOPE_JOBS: parallel jobs, default nproc)
+#   --report: only the report, from the counts a previous run left in BUILD_DIR.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+report_only=0
+if [[ "${1:-}" == --report ]]; then report_only=1; shift; fi
 build=${1:-$root/build-coverage}
 jobs=${CUDASCOPE_JOBS:-$(nproc)}
 "$root/scripts/install-deps.sh" gcovr
-
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_C_FLAGS="--coverage -O0" -DCMAKE_CXX_FLAGS="--coverage -O0" \
-  -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage \
-  -DCUDASCOPE_WITH_CUDA=OFF -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs"
-
-# Counts from this run only.
-find "$build" -name '*.gcda' -delete
 status=0
-# The package tests link an uninstrumented consumer against the installed (instrumented)
-# libraries, which cannot work here; they test installation, not these folders.
-(cd "$build" && CUDASCOPE_BACKEND=sim ctest -j "$jobs" -LE gpu -E '^package\.' --timeout 900 --output-on-failure) ||
-  status=$?
+if [[ "$report_only" == 0 ]]; then
+  # Atomic counter updates: the runtime's stream threads would otherwise race on the counters
+  # (gcov then reports negative branch counts).
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_C_FLAGS="--coverage -fprofile-update=atomic -O0" -DCMAKE_CXX_FLAGS="--coverage -fprofile-update=atomic -O0" \
+    -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage \
+    -DCUDASCOPE_WITH_CUDA=OFF -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build" -j "$jobs"
+
+  # Counts from this run only.
+  find "$build" -name '*.gcda' -delete
+  # The package tests link an uninstrumented consumer against the installed (instrumented)
+  # libraries, which cannot work here; they test installation, not these folders.
+  (cd "$build" && CUDASCOPE_BACKEND=sim ctest -j "$jobs" -LE gpu -E '^package\.' --timeout 900 --output-on-failure) ||
+    status=$?
+fi
 
 out="$build/coverage"
 mkdir -p "$out"
 gcov_tool=gcov-$(gcc -dumpversion | cut -d. -f1)
 command -v "$gcov_tool" >/dev/null || gcov_tool=gcov
+gcovr_common=(--root "$root" --object-directory "$build" --gcov-executable "$gcov_tool" --gcov-ignore-parse-errors)
 echo
 echo "coverage on the sim backend ($(date -u +%Y-%m-%d), $(nproc) cores):"
 printf '%-10s %18s %18s\n' folder lines branches
 for dir in runtime profiler analysis; do
   # Throw branches (every call that may throw) and unreachable ones say nothing about tests.
-  gcovr --root "$root" --object-directory "$build" --gcov-executable "$gcov_tool" \
-    --filter "$root/$dir/" --exclude-throw-branches --exclude-unreachable-branches \
-    --txt "$out/$dir.txt" --json-summary "$out/$dir.json" >/dev/null
+  gcovr "${gcovr_common[@]}" --filter "$root/$dir/" --exclude-throw-branches --exclude-unreachable-branches \
+    --txt "$out/$dir.txt" --json-summary "$out/$dir.json" >/dev/null 2>"$out/$dir.gcovr.log"
   python3 - "$dir" "$out/$dir.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[2]))
@@ -46,8 +52,7 @@ PY
 done
 # Public entry points no test calls: functions of the three libraries run 0 times, outside
 # detail and anonymous namespaces, whose name a public header (include/cudascope/) declares.
-gcovr --root "$root" --object-directory "$build" --gcov-executable "$gcov_tool" \
-  --filter "$root/(runtime|profiler|analysis)/" --json "$out/functions.json" >/dev/null
+gcovr "${gcovr_common[@]}" --filter "$root/(runtime|profiler|analysis)/" --json "$out/functions.json" >/dev/null
 python3 - "$root" "$out/functions.json" >"$out/untested_public.txt" <<'PY'
 import json, re, subprocess, sys, pathlib
 root = pathlib.Path(sys.argv[1])
