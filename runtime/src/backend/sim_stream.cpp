@@ -65,6 +65,9 @@ void SimStream::run() {
     const std::uint64_t started = steady_ns();
     running_since_ns_.store(started);
     work();
+    // Done with it before the stream counts as drained: what it holds (an interprocess
+    // event's shared state, whose last holder removes its name) is released by then.
+    work = nullptr;
     running_since_ns_.store(0);
     busy_ns_.fetch_add(steady_ns() - started);
     lock.lock();

@@ -37,7 +37,15 @@ IpcState& state() {
     IpcState* state;
     ~NamesAtExit() {
       state->counters.unlink_all();
-      if (std::string(detail::backend().name()) == "sim") state->sent.drop_events_at_exit();
+      try {
+        detail::Backend& backend = detail::backend();
+        if (std::string(backend.name()) != "sim") return;
+        // Records still queued hold the events' shared state (its last holder removes the
+        // name): let them run first, or the process may end before the worker lets go.
+        for (int device = 0; device < backend.device_count(); ++device) backend.synchronize_device(device);
+        state->sent.drop_events_at_exit();
+      } catch (...) {
+      }
     }
   } names_at_exit{s};
   return *s;
