@@ -115,6 +115,17 @@ void ChromeTraceWriter::allocator(const Record& r) {
   }
 }
 
+// What the process holds on the device after each cudaMalloc/cudaFree (or the driver's
+// equivalents), whatever allocator made the call: a counter track beside the allocator's.
+void ChromeTraceWriter::device_memory(const Record& r) {
+  device_track(r.device, -1);
+  common("C", "Device Memory Held", nullptr, r.device, 0, r.start_ns);
+  buffer_ += ",\"args\":{\"bytes\":";
+  append_int(buffer_, static_cast<std::int64_t>(r.u.device_memory.held_bytes));
+  buffer_ += '}';
+  end_event();
+}
+
 void ChromeTraceWriter::overhead(const Record& r) {
   const bool on_thread = r.thread_id != detail::kDeviceSide;
   if (on_thread) host_thread(r.thread_id);

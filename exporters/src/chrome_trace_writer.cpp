@@ -198,6 +198,7 @@ void ChromeTraceWriter::write_record(const Record& r, const Record* next, std::s
     case RecordKind::kNvtxRangeStart: nvtx_range_start(r, next, available); break;
     case RecordKind::kNvtxRangeEnd: nvtx_range_end(r); break;
     case RecordKind::kAllocator: allocator(r); break;
+    case RecordKind::kDeviceMemory: device_memory(r); break;
     case RecordKind::kOverhead: overhead(r); break;
     case RecordKind::kDevice: device_info(r); break;
     case RecordKind::kStream: stream_info(r); break;

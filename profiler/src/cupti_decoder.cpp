@@ -298,6 +298,19 @@ std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, 
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
         scratch_.push_back(external_correlation(as<CUpti_ActivityExternalCorrelation>(activity)));
         break;
+      case CUPTI_ACTIVITY_KIND_MEMORY2: {
+        // Device memory only (cudaMalloc/cudaFree, cudaMallocAsync, the driver's calls);
+        // pinned and managed host memory are not what the device holds.
+        const auto& m = as<CUpti_ActivityMemory4>(activity);
+        const bool allocation = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+        if (m.memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
+            (!allocation && m.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)) {
+          ++skipped_;
+          break;
+        }
+        scratch_.push_back(device_memory_.record(static_cast<int>(m.deviceId), m.address, m.bytes, !allocation, m.timestamp));
+        break;
+      }
       default: ++skipped_; break;
     }
   }

@@ -47,13 +47,16 @@ std::vector<CUpti_ActivityKind> kinds_for(const ActivitySet& activities) {
   if (activities.contains(Activity::kRuntime)) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
   if (activities.contains(Activity::kDriver)) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
   if (activities.contains(Activity::kOverhead)) kinds.push_back(CUPTI_ACTIVITY_KIND_OVERHEAD);
+  // Device memory the process obtains and returns, whatever allocator asked for it.
+  if (activities.contains(Activity::kAllocator)) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY2);
   return kinds;
 }
 
 // Kinds the device or CUPTI version may not offer: a session records what it can.
 bool optional_kind(CUpti_ActivityKind kind) {
   return kind == CUPTI_ACTIVITY_KIND_DEVICE || kind == CUPTI_ACTIVITY_KIND_CONTEXT ||
-         kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_OVERHEAD;
+         kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_OVERHEAD ||
+         kind == CUPTI_ACTIVITY_KIND_MEMORY2;
 }
 
 constexpr std::size_t kAlignment = 8;

@@ -49,8 +49,25 @@ const char* to_string(RecordKind kind) noexcept {
     case RecordKind::kThreadName: return "thread_name";
     case RecordKind::kDropped: return "dropped";
     case RecordKind::kText: return "text";
+    case RecordKind::kDeviceMemory: return "device_memory";
   }
   return "?";
+}
+
+Record DeviceMemoryTally::record(int device, std::uint64_t address, std::uint64_t bytes, bool release,
+                                 std::uint64_t time_ns) {
+  Record r = make_record(RecordKind::kDeviceMemory);
+  r.detail = release ? 1 : 0;
+  r.device = device;
+  r.start_ns = r.end_ns = time_ns;
+  std::uint64_t held = 0;
+  if (device >= 0 && device < kDevices) {
+    std::uint64_t& h = held_[device];
+    h = release ? (h > bytes ? h - bytes : 0) : h + bytes;
+    held = h;
+  }
+  r.u.device_memory = {address, bytes, held};
+  return r;
 }
 
 const char* to_string(CopyKindCode kind) noexcept {

@@ -65,6 +65,16 @@ void RuntimeSource::on_allocator_event(const ins::AllocatorEvent& event) {
   buffers().emit(r);
 }
 
+void RuntimeSource::on_device_memory(const ins::DeviceMemoryActivity& memory) {
+  if (!activities_.contains(Activity::kAllocator)) return;
+  Record r;
+  {
+    std::lock_guard lock(device_memory_mutex_);
+    r = device_memory_.record(memory.device, memory.address, memory.bytes, memory.release, memory.time_ns);
+  }
+  buffers().emit(r);
+}
+
 void RuntimeSource::on_kernel(const ins::KernelActivity& kernel) {
   if (!activities_.contains(Activity::kKernel)) return;
   describe_device(kernel.device);

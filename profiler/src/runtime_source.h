@@ -7,9 +7,11 @@
 
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/profiler/activities.h>
+#include <cudascope/profiler/record.h>
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 namespace cudascope::profiler::detail {
 
@@ -24,6 +26,7 @@ class RuntimeSource final : public cuda::instrumentation::Observer {
   void on_sync(const cuda::instrumentation::SyncActivity& sync) override;
   void on_api_call(const cuda::instrumentation::ApiCall& call) override;
   void on_nvtx(const cuda::instrumentation::NvtxEvent& event) override;
+  void on_device_memory(const cuda::instrumentation::DeviceMemoryActivity& memory) override;
 
  private:
   // The first record of a device is preceded by a kDevice record with its properties.
@@ -31,6 +34,8 @@ class RuntimeSource final : public cuda::instrumentation::Observer {
 
   const ActivitySet activities_;
   std::atomic<std::uint64_t> described_devices_{0};
+  std::mutex device_memory_mutex_;
+  DeviceMemoryTally device_memory_;
 };
 
 // True once an NVTX injection handler is installed: NVTX then reaches the profiler through

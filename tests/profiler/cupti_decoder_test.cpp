@@ -204,3 +204,38 @@ TEST(CuptiDecoderTest, RealApiNamesComeFromCuptiWithoutTheVersionSuffix) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_STREQ(records[0].u.api.name, "cudaLaunchKernel");
 }
+
+TEST(CuptiDecoderTest, DeviceMemoryRecordsTallyWhatEachDeviceHoldsAndSkipHostMemory) {
+  ActivityBuffer buffer;
+  auto add = [&](CUpti_ActivityMemoryOperationType op, CUpti_ActivityMemoryKind memory_kind, std::uint32_t device,
+                 std::uint64_t address, std::uint64_t bytes, std::uint64_t t) {
+    auto& m = buffer.add<CUpti_ActivityMemory4>(CUPTI_ACTIVITY_KIND_MEMORY2);
+    m.memoryOperationType = op;
+    m.memoryKind = memory_kind;
+    m.deviceId = device;
+    m.address = address;
+    m.bytes = bytes;
+    m.timestamp = t;
+  };
+  constexpr auto kAlloc = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  constexpr auto kRelease = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  add(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0, 0x7f0000000000, 2 << 20, 10);
+  add(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1, 0x7e0000000000, 20 << 20, 11);
+  add(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0, 0x600000000000, 1 << 20, 12);  // host memory: not held
+  add(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0, 0x7f0000200000, 512, 13);
+  add(kRelease, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0, 0x7f0000000000, 2 << 20, 14);
+  TestDecoder decoder;
+  const auto records = decode(decoder, buffer);
+  ASSERT_EQ(records.size(), 4u);
+  const std::uint64_t held[] = {2 << 20, 20 << 20, (2 << 20) + 512, 512};
+  const int devices[] = {0, 1, 0, 0};
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].kind, RecordKind::kDeviceMemory);
+    EXPECT_EQ(records[i].device, devices[i]) << i;
+    EXPECT_EQ(records[i].u.device_memory.held_bytes, held[i]) << i;
+  }
+  EXPECT_EQ(records[3].detail, 1) << "a release";
+  EXPECT_EQ(records[3].u.device_memory.address, 0x7f0000000000u);
+  EXPECT_EQ(records[3].start_ns, 14u);
+  EXPECT_EQ(decoder.skipped(), 1u) << "the pinned host allocation";
+}

@@ -103,6 +103,38 @@ TEST(SessionTest, AllocatorActionsArriveInTheProfilersVocabulary) {
       << "segment_alloc, alloc, free, segment_free, as the allocator did them";
 }
 
+TEST(SessionTest, DeviceMemoryRecordsAgreeWithTheAllocatorsReservedBytes) {
+  // Two independent accounts of the same memory: the sim's cudaMalloc/cudaFree (what CUPTI's
+  // memory records give on a GPU, for any allocator) and the caching allocator's own figures.
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  cuda::empty_cache();
+  Session session(sim_options());
+  session.start();
+  std::vector<void*> blocks;
+  for (std::size_t bytes : {std::size_t{3} << 20, std::size_t{100} << 10, std::size_t{30} << 20})
+    blocks.push_back(cuda::caching_allocator_alloc(bytes, 0));
+  for (void* block : blocks) cuda::caching_allocator_delete(block);
+  cuda::empty_cache();
+  session.stop();
+  MemorySink sink;
+  session.export_to(sink);
+  const auto held = of_kind(sink.records(), RecordKind::kDeviceMemory);
+  std::vector<std::int64_t> reserved_after_segment_changes;
+  for (const Record& r : of_kind(sink.records(), RecordKind::kAllocator)) {
+    const auto action = static_cast<AllocatorAction>(r.detail);
+    if (action == AllocatorAction::kSegmentAlloc || action == AllocatorAction::kSegmentFree)
+      reserved_after_segment_changes.push_back(r.u.allocator.reserved_bytes);
+  }
+  ASSERT_EQ(held.size(), 6u) << "three segments obtained and returned";
+  ASSERT_EQ(held.size(), reserved_after_segment_changes.size());
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    EXPECT_EQ(static_cast<std::int64_t>(held[i].u.device_memory.held_bytes), reserved_after_segment_changes[i]) << i;
+    EXPECT_EQ(held[i].detail, i < 3 ? 0 : 1) << i;
+    EXPECT_EQ(held[i].device, 0);
+  }
+  EXPECT_EQ(held.back().u.device_memory.held_bytes, 0u) << "empty_cache returned everything";
+}
+
 TEST(SessionTest, NvtxRangesOfTheRuntimeAreRecordedPerThreadWithTheirText) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
   Session session(sim_options());

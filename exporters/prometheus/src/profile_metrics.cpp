@@ -186,7 +186,11 @@ struct ProfileMetrics::State {
   std::map<std::pair<std::int32_t, std::uint8_t>, Totals> copies;  // device, CopyKindCode
   std::map<std::int32_t, Totals> memsets;
   std::map<std::uint8_t, Totals> syncs;  // SyncType
-  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> memory;  // device: current, peak
+  // Device: current, peak. From the device's own allocation records (CUPTI's memory records,
+  // the sim's cudaMalloc/cudaFree), which see every allocator; else from our allocator's
+  // reserved bytes for a device that had none of those.
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> device_memory;
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> memory;
   std::unordered_map<std::uint32_t, ThreadRanges> threads;
   std::unordered_map<std::uint64_t, OpenRange> process_ranges;  // nvtxRangeStart id
   std::unordered_map<std::uint32_t, std::uint32_t> launch_range;  // correlation: range name id
@@ -313,6 +317,12 @@ struct ProfileMetrics::State {
           peak = std::max(peak, current);
           break;
         }
+        case RecordKind::kDeviceMemory: {
+          auto& [current, peak] = device_memory[r.device];
+          current = static_cast<std::int64_t>(r.u.device_memory.held_bytes);
+          peak = std::max(peak, current);
+          break;
+        }
         case RecordKind::kDropped:
           (r.detail == static_cast<std::uint8_t>(profiler::DropSource::kCupti) ? dropped_cupti : dropped_buffer) =
               r.u.dropped.total;
@@ -386,9 +396,13 @@ struct ProfileMetrics::State {
           static_cast<double>(t.ns) * kNs);
     }
     render_ranges(f);
-    for (const auto& [device, held] : memory) {
+    auto held_memory = device_memory;
+    held_memory.insert(memory.begin(), memory.end());  // keeps the device's own figures where both exist
+    for (const auto& [device, held] : held_memory) {
       const Labels labels = with(constant, {{"device", std::to_string(device)}});
-      add("cudascope_process_device_memory_bytes", "Device memory this process holds (its allocator's reserved bytes).",
+      add("cudascope_process_device_memory_bytes",
+          "Device memory this process holds: what it obtained from the device (cudaMalloc and the like, "
+          "whatever allocator asked), or its allocator's reserved bytes where those calls are not seen.",
           MetricType::Gauge, labels, static_cast<double>(held.first));
       add("cudascope_process_device_memory_peak_bytes", "Peak of the device memory this process held.",
           MetricType::Gauge, labels, static_cast<double>(held.second));

@@ -217,11 +217,19 @@ class SimBackend final : public Backend {
   void* malloc(int device, std::size_t size) override {
     SimMemory& memory = memory_of(device, "cudaMalloc");
     if (malloc_latency_.count() > 0) std::this_thread::sleep_for(malloc_latency_);
-    return memory.allocate(size);
+    void* ptr = memory.allocate(size);
+    if (ptr != nullptr) observe_device_memory(device, ptr, size, false);
+    return ptr;
   }
   void free(int device, void* ptr) override {
     synchronize_device(device);  // cudaFree synchronises the device
-    memory_of(device, "cudaFree").release(ptr);
+    const std::size_t size = memory_of(device, "cudaFree").release(ptr);
+    observe_device_memory(device, ptr, size, true);
+  }
+  // What CUPTI's memory records report on a GPU, for the profiler's device-memory figures.
+  static void observe_device_memory(int device, void* ptr, std::size_t size, bool release) {
+    if (obs::Observer* o = obs::observer())
+      o->on_device_memory({device, reinterpret_cast<std::uintptr_t>(ptr), size, release, obs::host_time_ns()});
   }
   void* malloc_host_pinned(std::size_t size) override {
     void* ptr = std::malloc(size == 0 ? 1 : size);

@@ -112,7 +112,7 @@ void* SimMemory::allocate(std::size_t size) {
   return reinterpret_cast<void*>(start);
 }
 
-void SimMemory::release(void* ptr) {
+std::size_t SimMemory::release(void* ptr) {
   const auto start = reinterpret_cast<std::uintptr_t>(ptr);
   std::lock_guard lock(mutex_);
   const auto found = allocations_.find(start);
@@ -128,6 +128,7 @@ void SimMemory::release(void* ptr) {
   }
   give_back(free_ranges_, start, size);
   used_ -= size;
+  return size;
 }
 
 void* SimMemory::reserve(std::size_t size) {

@@ -25,8 +25,9 @@ class SimMemory {
   static constexpr std::size_t kGranularity = 2 << 20;
 
   void* allocate(std::size_t size);  // nullptr when out of capacity
-  // Throws cuda::Error (invalid value) for a pointer this device did not allocate.
-  void release(void* ptr);
+  // Returns the bytes released. Throws cuda::Error (invalid value) for a pointer this device
+  // did not allocate.
+  std::size_t release(void* ptr);
 
   void* reserve(std::size_t size);
   void unreserve(void* base, std::size_t size);

@@ -35,6 +35,7 @@ class CuptiDecoder {
 
  private:
   std::vector<Record> scratch_;
+  DeviceMemoryTally device_memory_;  // what the process holds per device, from memory records
   std::unordered_map<std::uint32_t, int> context_devices_;  // from context records
   std::unordered_map<std::uint64_t, const char*> api_names_;
   std::uint64_t skipped_ = 0;

@@ -36,6 +36,7 @@ enum class RecordKind : std::uint8_t {
   kThreadName,      // metadata: NVTX-named OS thread
   kDropped,         // records lost so far (detail: DropSource), reported in the trace
   kText,            // continuation of the previous record's text
+  kDeviceMemory,    // device memory obtained or returned (cudaMalloc/cudaFree; CUPTI memory records)
 };
 
 enum class CopyKindCode : std::uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP, kHtoA, kAtoH, kAtoA, kAtoD, kDtoA };
@@ -124,6 +125,13 @@ struct ThreadNamePayload {
   const char* name;  // interned
 };
 
+// detail: 0 allocation, 1 release. held_bytes: what the process holds on the device after it.
+struct DeviceMemoryPayload {
+  std::uint64_t address;
+  std::uint64_t bytes;
+  std::uint64_t held_bytes;
+};
+
 struct DroppedPayload {
   std::uint64_t total;  // all records lost from this source so far
 };
@@ -153,9 +161,22 @@ struct Record {
     ExternalCorrelationPayload external;
     ThreadNamePayload thread_name;
     DroppedPayload dropped;
+    DeviceMemoryPayload device_memory;
   } u;
 };
 static_assert(sizeof(Record) == 96, "records are fixed-size; keep the payloads within 56 bytes");
+
+// Tracks what a process holds on each device from its allocation and release records, and
+// makes the kDeviceMemory record for one of them. Not thread-safe: one per source, used
+// under that source's lock.
+class DeviceMemoryTally {
+ public:
+  Record record(int device, std::uint64_t address, std::uint64_t bytes, bool release, std::uint64_t time_ns);
+
+ private:
+  static constexpr int kDevices = 64;
+  std::uint64_t held_[kDevices] = {};
+};
 
 // An empty record of `kind` (device -1), for sources to fill.
 inline Record make_record(RecordKind kind) noexcept {

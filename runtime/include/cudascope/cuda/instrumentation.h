@@ -83,6 +83,16 @@ struct SyncActivity {
   std::uint32_t correlation_id;
 };
 
+// Device memory obtained from or returned to the device (cudaMalloc / cudaFree on the sim;
+// on a GPU the profiler reads the same from CUPTI's memory records).
+struct DeviceMemoryActivity {
+  int device;
+  std::uint64_t address;
+  std::uint64_t bytes;
+  bool release;
+  std::uint64_t time_ns;
+};
+
 // A runtime API call on the calling thread (the host side of a launch or copy).
 struct ApiCall {
   const char* name;  // the CUDA runtime function it stands for, e.g. "cudaLaunchKernel"
@@ -112,6 +122,7 @@ class Observer {
   virtual void on_sync(const SyncActivity&) {}
   virtual void on_api_call(const ApiCall&) {}
   virtual void on_nvtx(const NvtxEvent&) {}
+  virtual void on_device_memory(const DeviceMemoryActivity&) {}
 };
 
 namespace detail {
