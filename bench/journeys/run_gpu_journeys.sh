@@ -28,7 +28,7 @@ echo "== 2. live metrics of the wrapped loop"
 python3 "$here/scrape_while_running.py" 127.0.0.1:9461 "$out/metrics_scrape.txt" 0.5 -- \
   "$cli" run --metrics 127.0.0.1:9461 --metrics-label-nvtx -o "$out/train_metrics.json.gz" -- \
   python3 "$train" --steps 40 --warmup 2 || status=1
-grep -E "^cudascope_(kernel|nvtx|memory|profiler)" "$out/metrics_scrape.txt" | head -30
+grep -E "^cudascope_(kernel|nvtx|memory|process|profiler)" "$out/metrics_scrape.txt" | head -40
 "$cli" stats --json "$out/train_metrics.json.gz" > "$out/stats_metrics_run.json" || status=1
 python3 - "$out/metrics_scrape.txt" "$out/stats_metrics_run.json" <<'PY' || status=1
 import json, re, sys
