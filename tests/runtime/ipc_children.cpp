@@ -18,6 +18,7 @@ int write_child(int argc, char** argv) {
     for (double v : t.to_vector()) sum += v;
     std::printf("sum=%.1f same_base=%d open_handles=%zu\n", sum, again.data_ptr() == t.data_ptr() ? 1 : 0,
                 cuda::ipc_stats().open_mem_handles);
+    t.record_stream(cuda::current_stream(t.device().index));  // another process's memory: a no-op
     const Tensor ones = cudascope::ones(t.sizes(), TensorOptions{}.with_device(t.device()));
     t.copy_(t.add(t).add(ones));
     cuda::synchronize();

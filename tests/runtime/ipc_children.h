@@ -3,7 +3,8 @@
 // started with a flag and a SharedTensorHandle's text, run through cudascope::testing::run_self.
 //
 //   --ipc-write-child TEXT   opens the tensor twice (one mapping), prints what it saw
-//                            ("sum=S same_base=1 open_handles=1"), writes 2x+1 into it,
+//                            ("sum=S same_base=1 open_handles=1"), records it on its
+//                            stream (a no-op for another process's memory), writes 2x+1 into it,
 //                            synchronises and exits, releasing it.
 //   --ipc-hold-child TEXT    opens the tensor and exits without releasing it (as a consumer
 //                            that crashed): the producer's counter stays at 1.

@@ -28,6 +28,8 @@ class Storage {
   Kind kind() const noexcept { return kind_; }
   bool is_device() const noexcept { return kind_ == Kind::kDevice; }
   int device() const noexcept { return device_; }  // -1 for host memory
+  // Memory another process allocated (CUDA IPC), not the caching allocator's.
+  bool is_external() const noexcept { return owner_ != nullptr; }
 
   // Device memory lent to other processes (ipc.h): when the last Tensor lets go, the memory
   // is handed to `keeper` (which frees it once no other process uses it) instead of being

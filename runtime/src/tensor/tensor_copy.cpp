@@ -171,7 +171,9 @@ Tensor Tensor::contiguous() const {
 
 void Tensor::record_stream(const cuda::Stream& stream) const {
   CUDASCOPE_CHECK(is_cuda(), cerr::kInvalidValue, "Tensor::record_stream", "record_stream needs a CUDA tensor");
-  if (storage_->data() != nullptr) cuda::record_stream(storage_->data(), stream);
+  // Another process's memory (CUDA IPC) is not this allocator's to keep from reuse: nothing
+  // to record, as torch ignores record_stream on memory the caching allocator did not give.
+  if (storage_->data() != nullptr && !storage_->is_external()) cuda::record_stream(storage_->data(), stream);
 }
 
 }  // namespace cudascope
