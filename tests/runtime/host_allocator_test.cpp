@@ -131,14 +131,16 @@ TEST(HostAllocatorTest, ProcessAllocatorBacksPinnedTensorsAndEmptiesItsCache) {
 namespace {
 using cuda::detail::HostAllocatorOptions;
 
-// True when a host-to-device copy from `host` returns while its stream is still busy: the
-// memory is pinned (a copy from pageable memory returns only once done, on sim as on CUDA).
+// True when a device-to-host copy into `host` returns while its stream is still busy: the
+// memory is pinned. Into pageable memory the copy returns only once done, on sim as on CUDA.
+// (Device-to-host: CUDA may return from a host-to-device copy out of pageable memory as soon
+// as the data is staged, before the stream gets to it, as an H200 did.)
 bool copies_asynchronously(void* host, std::size_t bytes) {
   cuda::detail::Backend& backend = cuda::detail::lazy_backend();
   cuda::Stream stream;
   void* device = cuda::caching_allocator_alloc(bytes, 0, stream);
   cuda::busy_wait(300ms, stream);
-  backend.memcpy_async(0, device, host, bytes, cuda::detail::CopyKind::kHostToDevice, stream.handle());
+  backend.memcpy_async(0, host, device, bytes, cuda::detail::CopyKind::kDeviceToHost, stream.handle());
   const bool returned_early = !stream.query();
   stream.synchronize();
   cuda::caching_allocator_delete(device);
