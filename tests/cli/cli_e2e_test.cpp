@@ -16,7 +16,9 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -111,11 +113,11 @@ TEST(CliE2eTest, SnapshotStatsTextHoldsThePythonMadeFigures) {
   EXPECT_EQ(std::count(actions.begin(), actions.end(), '='), static_cast<long>(expect["actions"].size()));
 }
 
-// `cudascope serve` as a user starts it; stopped with SIGTERM as Ctrl-C would.
-class ServeProcess {
+// `cudascope ARGS...` left running, as a user starts it; stopped with SIGTERM as Ctrl-C would.
+class Background {
  public:
-  explicit ServeProcess(const std::vector<std::string>& args) : log_(temp("serve.log")) {
-    std::vector<std::string> argv_storage{CUDASCOPE_CLI_PATH, "serve"};
+  Background(const std::vector<std::string>& args, const std::string& log_name) : log_(temp(log_name)) {
+    std::vector<std::string> argv_storage{CUDASCOPE_CLI_PATH};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_storage) argv.push_back(a.data());
@@ -128,7 +130,12 @@ class ServeProcess {
     if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
   }
-  ~ServeProcess() { stop(); }
+  ~Background() { stop(); }
+  pid_t pid() const { return pid_; }
+  bool running() const {
+    int status = 0;
+    return pid_ > 0 && waitpid(pid_, &status, WNOHANG) == 0;
+  }
   // The port from the banner ("... (port N) ..."), or 0 after 10 s without one.
   int port() {
     const std::regex banner("\\(port ([0-9]+)\\)");
@@ -161,7 +168,7 @@ class ServeProcess {
 };
 
 TEST(CliE2eTest, ServeAnswersAScrapeOverHttp) {
-  ServeProcess serve({"--bind", "127.0.0.1:0", "--device", "1", "--job", "e2e"});
+  Background serve({"serve", "--bind", "127.0.0.1:0", "--device", "1", "--job", "e2e"}, "serve.log");
   const int port = serve.port();
   ASSERT_GT(port, 0) << serve.output();
   const auto body = http_get(port, "/metrics");
@@ -177,6 +184,39 @@ TEST(CliE2eTest, ServeAnswersAScrapeOverHttp) {
   EXPECT_EQ(missing->rfind("HTTP/1.1 404", 0), 0u);
   EXPECT_EQ(serve.stop(), 0) << serve.output();
   EXPECT_THAT(serve.output(), HasSubstr("stopped serving metrics"));
+}
+
+// `view` execs the viewer on the files; headless (Qt's offscreen platform) it opens them and
+// stays up, as a window would, until stopped.
+TEST(CliE2eTest, ViewOpensTheFilesInTheViewerHeadless) {
+  const auto missing = run_cli("", "view " + temp("no_such_snapshot.pickle"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("no_such_snapshot.pickle: No such file or directory"));
+#ifndef CUDASCOPE_VIEWER_BUILT
+  GTEST_SKIP() << "the viewer is not built here (CUDASCOPE_WITH_GUI=OFF or no Qt 6)";
+#else
+  setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  setenv("CUDASCOPE_VIEWER_NO_DIALOGS", "1", 1);
+  const std::string snapshot = data("snap_small.json"), trace = data("trace_golden.json");
+  Background view({"view", snapshot, trace}, "view.log");
+  // The process becomes cudascope-viewer, with the files as its arguments.
+  std::string exe, cmdline;
+  for (int i = 0; i < 200 && exe.find("cudascope-viewer") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ignored;
+    exe = std::filesystem::read_symlink("/proc/" + std::to_string(view.pid()) + "/exe", ignored).string();
+  }
+  ASSERT_THAT(exe, HasSubstr("cudascope-viewer")) << view.output();
+  std::ifstream in("/proc/" + std::to_string(view.pid()) + "/cmdline");
+  cmdline.assign(std::istreambuf_iterator<char>(in), {});
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  EXPECT_THAT(cmdline, HasSubstr(snapshot));
+  EXPECT_THAT(cmdline, HasSubstr(trace));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(view.running()) << "the viewer exited while opening the files: " << view.output();
+  EXPECT_EQ(view.stop(), 128 + SIGTERM) << view.output();
+  unsetenv("QT_QPA_PLATFORM");
+#endif
 }
 
 // The (ph, cat) pairs of a trace's events.
