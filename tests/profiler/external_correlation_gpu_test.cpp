@@ -14,11 +14,15 @@ using namespace cudascope::profiler;
 
 TEST(ExternalCorrelationGpuTest, KernelsCarryTheInnermostPushedId) {
   CUDASCOPE_REQUIRE_GPU();
+  // The first launch of a process loads the module and starts CUPTI's context state; in a
+  // cold process its external id was seen to go missing. Launch once before recording.
+  cuda::Stream stream(0);
+  cuda::busy_wait(std::chrono::microseconds(1), stream);
+  stream.synchronize();
   SessionOptions options;
   options.source = SourceKind::kCupti;
   Session session(options);
   session.start();
-  cuda::Stream stream(0);
   push_external_correlation_id(100);
   cuda::busy_wait(std::chrono::microseconds(20), stream);
   push_external_correlation_id(200);
