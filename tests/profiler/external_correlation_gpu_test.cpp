@@ -1,6 +1,10 @@
 // External correlation ids through CUPTI on a real GPU: the kernels launched between push
 // and pop are tied to the pushed id, nested ids to the innermost, none after the pop.
 // (Elsewhere push/pop are no-ops: the sim records no external ids, so this needs a GPU.)
+// Known to fail: on two H200s (2026-11-23) no kernel carried an external id in five runs
+// (alone, repeated, after the other CUPTI test); on an H100 it passed once of two runs.
+// The launches and kernels themselves are recorded (ProfilerGpuTest); where CUPTI's
+// external-correlation records go missing is not found yet.
 #include "test_support.h"
 
 #include <cudascope/profiler/external_correlation.h>
@@ -14,16 +18,11 @@ using namespace cudascope::profiler;
 
 TEST(ExternalCorrelationGpuTest, KernelsCarryTheInnermostPushedId) {
   CUDASCOPE_REQUIRE_GPU();
-  // The first launch of a process loads the module and creates the context: keep it out of
-  // the recording (this test failed once in a cold process on an H100 and passed when run
-  // again in the same machine; the launch below makes both runs alike).
-  cuda::Stream stream(0);
-  cuda::busy_wait(std::chrono::microseconds(1), stream);
-  stream.synchronize();
   SessionOptions options;
   options.source = SourceKind::kCupti;
   Session session(options);
   session.start();
+  cuda::Stream stream(0);
   push_external_correlation_id(100);
   cuda::busy_wait(std::chrono::microseconds(20), stream);
   push_external_correlation_id(200);
