@@ -211,11 +211,17 @@ long long TraceFollower::poll_gzip(std::FILE* file, std::uint64_t budget) {
   State& s = *state_;
   long long added = 0;
   std::vector<char> compressed(1 << 20);
+  struct stat st {};
+  fstat(fileno(file), &st);
   if (std::fseek(file, static_cast<long>(s.compressed_offset), SEEK_SET) != 0) {
     std::fclose(file);
     return 0;
   }
-  for (std::size_t got; (got = std::fread(compressed.data(), 1, compressed.size(), file)) > 0;) {
+  // Progress is the share of the compressed file read, not of each piece's text.
+  const auto file_progress = s.options.progress;
+  const double file_bytes = static_cast<double>(std::max<off_t>(st.st_size, 1));
+  s.options.progress = [&](double) { return !file_progress || file_progress(static_cast<double>(s.compressed_offset) / file_bytes); };
+  for (std::size_t got; s.phase != TracePhase::done && (got = std::fread(compressed.data(), 1, compressed.size(), file)) > 0;) {
     s.compressed_offset += got;
     if (!s.gzip->feed(std::string_view(compressed.data(), got), s.pending)) {
       error_ = s.path + ": " + s.gzip->error();
@@ -232,6 +238,7 @@ long long TraceFollower::poll_gzip(std::FILE* file, std::uint64_t budget) {
     s.pending.erase(0, static_cast<std::size_t>(s.offset - std::min(s.offset, start)));
     added += more;
   }
+  s.options.progress = file_progress;
   std::fclose(file);
   return added;
 }
