@@ -28,9 +28,7 @@ void SnapshotBuilder::add_entry(const TraceEntry& entry) {
 
 void SnapshotBuilder::gather_entries() {
   if (entry_chunks_.empty()) return;
-  snap_.trace.clear();
-  snap_.trace.shrink_to_fit();
-  snap_.trace.reserve(entry_count_);
+  snap_.trace.reserve(entry_count_);  // entries gathered before stay: indices match entry_count()
   for (auto& chunk : entry_chunks_) {
     snap_.trace.insert(snap_.trace.end(), chunk.begin(), chunk.end());
     std::vector<TraceEntry>().swap(chunk);  // freed as soon as it is copied

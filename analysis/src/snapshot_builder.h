@@ -26,7 +26,7 @@ class SnapshotBuilder {
   // vector never holds two copies of a multi-GB trace at the moment it reallocates.
   void add_entry(const TraceEntry& entry);
   uint32_t entry_count() const { return entry_count_; }
-  // Moves the entries added so far into snapshot().trace (replacing what it held).
+  // Appends the entries added since the last call to snapshot().trace.
   void gather_entries();
 
   // Segments must reference contiguous block ranges; finish() sorts them by (device,
