@@ -12,14 +12,30 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 using namespace cudascope;
 using namespace cudascope::profiler;
 
-TEST(ExternalCorrelationGpuTest, KernelsCarryTheInnermostPushedId) {
-  CUDASCOPE_REQUIRE_GPU();
+namespace {
+
+// What one traced push/launch/pop sequence produced: per kernel in launch order, the
+// external id CUPTI tied to it (0 for none), and the counts behind it for the failure text.
+struct Observed {
+  std::vector<std::uint64_t> ids;
+  std::size_t external_records = 0;
+  std::size_t api_records = 0;
+  std::string detail() const {
+    return "external records " + std::to_string(external_records) + ", runtime API records " +
+           std::to_string(api_records) + ", kernels " + std::to_string(ids.size());
+  }
+};
+
+Observed trace_pushed_ids(const ActivitySet& activities) {
   SessionOptions options;
   options.source = SourceKind::kCupti;
+  options.activities = activities;
   Session session(options);
   session.start();
   cuda::Stream stream(0);
@@ -34,16 +50,34 @@ TEST(ExternalCorrelationGpuTest, KernelsCarryTheInnermostPushedId) {
   session.stop();
   MemorySink sink;
   session.export_to(sink);
+  Observed seen;
   std::map<std::uint32_t, std::uint64_t> external;  // correlation id -> external id
-  for (const Record& r : sink.records()) {
-    if (r.kind == RecordKind::kExternalCorrelation) external[r.correlation_id] = r.u.external.external_id;
-  }
-  std::vector<std::uint64_t> ids;  // per kernel in launch order; 0 for none
   std::vector<const Record*> kernels;
   for (const Record& r : sink.records()) {
+    if (r.kind == RecordKind::kExternalCorrelation) {
+      external[r.correlation_id] = r.u.external.external_id;
+      ++seen.external_records;
+    }
+    if (r.kind == RecordKind::kRuntimeApi) ++seen.api_records;
     if (r.kind == RecordKind::kKernel) kernels.push_back(&r);
   }
   std::sort(kernels.begin(), kernels.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
-  for (const Record* k : kernels) ids.push_back(external.count(k->correlation_id) ? external[k->correlation_id] : 0);
-  EXPECT_EQ(ids, (std::vector<std::uint64_t>{100, 200, 0}));
+  for (const Record* k : kernels) seen.ids.push_back(external.count(k->correlation_id) ? external[k->correlation_id] : 0);
+  return seen;
+}
+
+}  // namespace
+
+// The default activities trace only the launch-type runtime calls.
+TEST(ExternalCorrelationGpuTest, KernelsCarryTheInnermostPushedId) {
+  CUDASCOPE_REQUIRE_GPU();
+  const Observed seen = trace_pushed_ids(ActivitySet::defaults());
+  EXPECT_EQ(seen.ids, (std::vector<std::uint64_t>{100, 200, 0})) << seen.detail();
+}
+
+// With every runtime call traced, as Kineto does.
+TEST(ExternalCorrelationGpuTest, KernelsCarryTheInnermostPushedIdWithFullApiTracing) {
+  CUDASCOPE_REQUIRE_GPU();
+  const Observed seen = trace_pushed_ids(ActivitySet::defaults().add(Activity::kRuntime));
+  EXPECT_EQ(seen.ids, (std::vector<std::uint64_t>{100, 200, 0})) << seen.detail();
 }
