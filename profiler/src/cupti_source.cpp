@@ -44,7 +44,6 @@ std::vector<CUpti_ActivityKind> kinds_for(const ActivitySet& activities) {
   }
   if (activities.contains(Activity::kMemset)) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
   if (activities.contains(Activity::kSync)) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
-  if (activities.contains(Activity::kRuntime)) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
   if (activities.contains(Activity::kDriver)) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
   if (activities.contains(Activity::kOverhead)) kinds.push_back(CUPTI_ACTIVITY_KIND_OVERHEAD);
   // Device memory the process obtains and returns, whatever allocator asked for it.
@@ -70,23 +69,31 @@ std::uint8_t* new_buffer(std::size_t bytes) {
   return buffer;
 }
 
-// The runtime calls the "launch" activity records: those that put work on a stream or wait
-// for it, found by name among CUPTI's runtime callbacks.
-const std::vector<CUpti_CallbackId>& launch_callbacks() {
-  static const std::vector<CUpti_CallbackId> ids = [] {
-    std::vector<CUpti_CallbackId> out;
-    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      const std::string_view n(name);
-      if (n.find("Launch") != n.npos || n.find("Memcpy") != n.npos || n.find("Memset") != n.npos ||
-          n.find("Synchronize") != n.npos) {
-        out.push_back(cbid);
-      }
-    }
-    return out;
-  }();
-  return ids;
+// CUPTI's runtime callbacks by name; with launch_only, those the "launch" activity records:
+// the calls that put work on a stream or wait for it.
+std::vector<CUpti_CallbackId> runtime_callbacks(bool launch_only) {
+  std::vector<CUpti_CallbackId> out;
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    const std::string_view n(name);
+    const bool launch = n.find("Launch") != n.npos || n.find("Memcpy") != n.npos || n.find("Memset") != n.npos ||
+                        n.find("Synchronize") != n.npos;
+    if (launch || !launch_only) out.push_back(cbid);
+  }
+  return out;
+}
+
+// The runtime calls a session records, picked one by one even for full API tracing: once
+// the RUNTIME kind has been disabled as a whole, CUPTI (13.0) records no picked call for the
+// rest of the process, so a later session (a `cudascope trace --pid` window) would lose its
+// launches and their external correlation ids.
+const std::vector<CUpti_CallbackId>& picked_runtime_callbacks(const ActivitySet& activities) {
+  static const std::vector<CUpti_CallbackId> all = runtime_callbacks(false);
+  static const std::vector<CUpti_CallbackId> launches = runtime_callbacks(true);
+  static const std::vector<CUpti_CallbackId> none;
+  if (activities.contains(Activity::kRuntime)) return all;
+  return activities.contains(Activity::kLaunch) ? launches : none;
 }
 
 bool discard_requested() {
@@ -132,13 +139,12 @@ void CuptiSource::start() {
       const CUptiResult status = cuptiActivityEnable(kind);
       if (status != CUPTI_SUCCESS && !optional_kind(kind)) CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(kind));
     }
-    if (!options_.activities.contains(Activity::kRuntime) && options_.activities.contains(Activity::kLaunch)) {
-      for (CUpti_CallbackId cbid : launch_callbacks()) {
-        if (cuptiActivityEnableRuntimeApi(cbid, 1) != CUPTI_SUCCESS) {
-          // This CUPTI cannot pick calls: trace them all rather than lose the flows.
-          CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
-          break;
-        }
+    for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) {
+      if (cuptiActivityEnableRuntimeApi(cbid, 1) != CUPTI_SUCCESS) {
+        // This CUPTI cannot pick calls: trace them all rather than lose the flows.
+        CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+        runtime_fallback_ = true;
+        break;
       }
     }
     // CUPTI's worker completes buffers at least this often, so the trace on disk keeps up.
@@ -156,10 +162,9 @@ void CuptiSource::stop() {
   started_ = false;
   CUDASCOPE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   for (CUpti_ActivityKind kind : kinds_for(options_.activities)) cuptiActivityDisable(kind);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
-  if (!options_.activities.contains(Activity::kRuntime) && options_.activities.contains(Activity::kLaunch)) {
-    for (CUpti_CallbackId cbid : launch_callbacks()) cuptiActivityEnableRuntimeApi(cbid, 0);
-  }
+  for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) cuptiActivityEnableRuntimeApi(cbid, 0);
+  if (runtime_fallback_) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  runtime_fallback_ = false;
   cuptiActivityFlushPeriod(0);
   live_.store(nullptr);
 }

@@ -52,6 +52,9 @@ class CuptiSource : public DeviceSource {
   std::vector<std::uint8_t*> free_buffers_;
   std::atomic<std::uint64_t> dropped_{0};
   bool started_ = false;
+  // Whether start() enabled the whole RUNTIME kind because this CUPTI cannot pick calls;
+  // only then does stop() disable it (see picked_runtime_callbacks).
+  bool runtime_fallback_ = false;
   // CUDASCOPE_CUPTI_DISCARD=1, for benchmarks only: completed buffers are returned without
   // being decoded, so a run measures what CUPTI itself costs with the same activity kinds
   // (the floor under any profiler built on it).
