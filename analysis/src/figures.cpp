@@ -1,8 +1,42 @@
 #include <cudascope/analysis/figures.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace cudascope::analysis {
+namespace {
+
+// Walks a device's trace back from its final state: undoing each entry gives the state
+// before it, so the peaks need no assumption about what happened before the trace began.
+std::pair<int64_t, int64_t> device_peaks(const Snapshot& snap, int device) {
+  int64_t reserved = 0, live = 0;
+  for (const Segment& s : snap.segments) {
+    if (s.device != device) continue;
+    reserved += static_cast<int64_t>(s.total_size);
+    for (uint32_t b = s.first_block; b < s.first_block + s.block_count; ++b)
+      if (snap.blocks[b].state != BlockState::inactive) live += static_cast<int64_t>(snap.blocks[b].requested_size);
+  }
+  int64_t peak_reserved = reserved, peak_live = live;
+  const DeviceTrace range = snap.device_trace(device);
+  for (uint32_t i = range.end; i-- > range.begin;) {
+    const TraceEntry& e = snap.trace[i];
+    const auto size = static_cast<int64_t>(e.size);
+    switch (e.action) {
+      case Action::alloc: live -= size; break;
+      case Action::free_completed: live += size; break;
+      case Action::segment_alloc:
+      case Action::segment_map: reserved -= size; break;
+      case Action::segment_free:
+      case Action::segment_unmap: reserved += size; break;
+      default: continue;
+    }
+    peak_reserved = std::max(peak_reserved, reserved);
+    peak_live = std::max(peak_live, live);
+  }
+  return {peak_reserved, peak_live};
+}
+
+}  // namespace
 
 Figures compute_figures(const Snapshot& snap) {
   Figures f;
@@ -42,6 +76,11 @@ Figures compute_figures(const Snapshot& snap) {
     ++per[e.stream].trace_entries;
   }
   f.oom_entries = f.actions[static_cast<size_t>(Action::oom)];
+  for (int device : f.devices) {
+    const auto [reserved, allocated] = device_peaks(snap, device);
+    f.peak_reserved_bytes += static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
+    f.peak_allocated_bytes += static_cast<uint64_t>(std::max<int64_t>(allocated, 0));
+  }
   std::sort(per.begin(), per.end(), [](const auto& a, const auto& b) { return a.stream < b.stream; });
   f.streams = std::move(per);
   return f;

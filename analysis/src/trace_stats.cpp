@@ -15,6 +15,7 @@ void add(DurationStat& stat, std::int64_t duration) {
   if (stat.count == 0 || duration > stat.max_ns) stat.max_ns = duration;
   ++stat.count;
   stat.total_ns += duration;
+  stat.sum_squares_ns2 += static_cast<double>(duration) * static_cast<double>(duration);
 }
 
 // Per-name figures keyed by the interned name, turned into a table at the end.
@@ -239,6 +240,7 @@ TraceStats compute_stats(const TraceModel& model) {
         ++copy.count;
         copy.bytes += std::max<std::int64_t>(0, model.arg_int(e, "bytes").value_or(0));
         copy.total_ns += e.dur_ns;
+        copy.sum_squares_ns2 += static_cast<double>(e.dur_ns) * static_cast<double>(e.dur_ns);
       } else if (e.cat == nvtx || e.cat == user_annotation) {
         add(ranges[e.name], e.dur_ns);
       } else if (e.cat == gpu_annotation) {

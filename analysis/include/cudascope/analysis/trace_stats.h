@@ -23,6 +23,7 @@ struct DurationStat {
   std::int64_t total_ns = 0;
   std::int64_t min_ns = 0;
   std::int64_t max_ns = 0;
+  double sum_squares_ns2 = 0;  // sum of each instance's duration squared, for the spread (trace_diff.h)
   double average_ns() const noexcept { return count == 0 ? 0.0 : static_cast<double>(total_ns) / static_cast<double>(count); }
 };
 
@@ -31,6 +32,7 @@ struct CopyStat {
   std::int64_t count = 0;
   std::int64_t bytes = 0;
   std::int64_t total_ns = 0;
+  double sum_squares_ns2 = 0;  // sum of each operation's duration squared
 };
 
 struct TraceStats {

@@ -1,0 +1,21 @@
+#pragma once
+// Telling an allocator snapshot from a trace by content (never by file name), so a command
+// given either can pick the loader: a pickle (first byte 0x80) is a snapshot; JSON is a
+// trace when it is a bare array or its first known top-level key is a trace's
+// ("traceEvents", Kineto's "schemaVersion"/"deviceProperties"/..., cudascope's header), a
+// snapshot when it is a snapshot's ("segments", "device_traces", ...). Gzip is looked
+// through. Reads only the first MiB.
+
+#include <cudascope/analysis/load_error.h>
+
+#include <string>
+
+namespace cudascope::analysis {
+
+enum class FileKind { snapshot, trace };
+const char* to_string(FileKind kind) noexcept;
+
+// The kind of `path`, or an error naming the file and what its start looked like.
+Result<FileKind> detect_file_kind(const std::string& path);
+
+}  // namespace cudascope::analysis

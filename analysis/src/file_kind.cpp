@@ -1,0 +1,75 @@
+#include <cudascope/analysis/file_kind.h>
+
+#include <cudascope/util/byte_source.h>
+
+#include <cctype>
+#include <cstdio>
+#include <memory>
+#include <string_view>
+
+namespace cudascope::analysis {
+namespace {
+
+constexpr size_t kHeadBytes = 1 << 20;
+
+// Top-level keys that only one kind of file has.
+constexpr std::string_view kTraceKeys[] = {"traceEvents",   "schemaVersion",  "deviceProperties", "baseTimeNanoseconds",
+                                           "distributedInfo", "displayTimeUnit", "traceName",       "cudascope"};
+constexpr std::string_view kSnapshotKeys[] = {"segments", "device_traces", "allocator_settings", "external_annotations"};
+
+// Position of `"key"` followed by optional space and ':', or npos.
+size_t key_position(std::string_view text, std::string_view key) {
+  const std::string quoted = "\"" + std::string(key) + "\"";
+  for (size_t at = text.find(quoted); at != std::string_view::npos; at = text.find(quoted, at + 1)) {
+    size_t i = at + quoted.size();
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i < text.size() && text[i] == ':') return at;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+const char* to_string(FileKind kind) noexcept { return kind == FileKind::snapshot ? "allocator snapshot" : "trace"; }
+
+Result<FileKind> detect_file_kind(const std::string& path) {
+  std::string error;
+  std::unique_ptr<util::ByteSource> source = util::open_input(path, UINT64_MAX, error);
+  if (!source) return LoadError{path, 0, error};
+  std::string head(kHeadBytes, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    const size_t n = source->read(head.data() + got, head.size() - got);
+    if (n == 0) break;
+    got += n;
+  }
+  head.resize(got);
+  if (got == 0 && !source->error().empty()) return LoadError{path, 0, source->error()};
+  size_t first = 0;
+  while (first < head.size() && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
+  if (first == head.size()) return LoadError{path, first, "expected an allocator snapshot or a trace, found an empty file"};
+  const unsigned char c = static_cast<unsigned char>(head[first]);
+  if (c == 0x80) return FileKind::snapshot;
+  if (c == '[') return FileKind::trace;
+  if (c != '{') {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "%02x", c);
+    return LoadError{path, first,
+                     std::string("expected an allocator snapshot (a pickle or a JSON object) or a trace (JSON), found byte 0x") + hex};
+  }
+  size_t best = std::string_view::npos;
+  FileKind kind = FileKind::trace;
+  auto consider = [&](std::string_view key, FileKind k) {
+    const size_t at = key_position(head, key);
+    if (at < best) best = at, kind = k;
+  };
+  for (std::string_view key : kTraceKeys) consider(key, FileKind::trace);
+  for (std::string_view key : kSnapshotKeys) consider(key, FileKind::snapshot);
+  if (best == std::string_view::npos)
+    return LoadError{path, first,
+                     "expected a JSON object with a trace's \"traceEvents\" or a snapshot's \"segments\"/\"device_traces\" "
+                     "in its first MiB, found neither"};
+  return kind;
+}
+
+}  // namespace cudascope::analysis
