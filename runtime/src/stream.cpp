@@ -155,7 +155,9 @@ StreamGuard::StreamGuard(const Stream& stream) noexcept : original_device_(-1), 
     original_stream_on_target_ = current_stream(stream.device_index());
     set_stream(stream);
   } catch (...) {
-    // Unreachable for a Stream that was constructed (its device was checked then).
+    // Reached when the backend cannot answer: in a child forked after CUDA was initialised,
+    // or when cudaGetDevice / cudaSetDevice fail (a driver error). A guard is noexcept (as
+    // torch's), so it does not report the failure: the next runtime call on this thread does.
   }
 }
 
