@@ -12,6 +12,7 @@ parser.add_argument("--steps", type=int, default=5)
 parser.add_argument("--warmup", type=int, default=2)
 parser.add_argument("--torch-profiler", default=None)
 parser.add_argument("--whole-program", action="store_true")
+parser.add_argument("--linger", type=float, default=0, help="seconds to wait after the last step (for scrapers)")
 args = parser.parse_args()
 
 whole = None
@@ -65,4 +66,7 @@ elif args.torch_profiler:
 else:
     for i in range(args.warmup, args.warmup + args.steps):
         step(i)
-print("trained", args.steps, "steps")
+print("trained", args.steps, "steps", flush=True)
+if args.linger:
+    import time
+    time.sleep(args.linger)

@@ -22,6 +22,8 @@ parser.add_argument("--allocator", required=True, choices=["pytorch", "cudascope
 parser.add_argument("--steps", type=int, default=200)
 parser.add_argument("--snapshot", help="cudascope only: record history and write the snapshot here")
 parser.add_argument("--metrics-out", help="cudascope only: scrape CUDASCOPE_METRICS mid-run into this file")
+parser.add_argument("--linger", type=float, default=0,
+                    help="seconds to wait after printing the result, the model still held (for scrapers)")
 args = parser.parse_args()
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -88,7 +90,7 @@ torch.cuda.synchronize()
 end = time.perf_counter()
 
 stats = memory_stats(args.allocator)
-keys = ["allocated_bytes.all.peak", "reserved_bytes.all.peak", "active_bytes.all.peak", "requested_bytes.all.peak",
+keys = ["allocated_bytes.all.current", "reserved_bytes.all.current", "allocated_bytes.all.peak", "reserved_bytes.all.peak", "active_bytes.all.peak", "requested_bytes.all.peak",
         "allocation.all.allocated", "segment.all.allocated", "num_device_alloc", "num_device_free",
         "num_alloc_retries", "inactive_split_bytes.all.peak"]
 result = {
@@ -103,4 +105,6 @@ result = {
 if args.snapshot:
     import cudascope_torch
     cudascope_torch.dump_snapshot(args.snapshot)
-print(json.dumps(result))
+print(json.dumps(result), flush=True)
+if args.linger:
+    time.sleep(args.linger)
