@@ -74,9 +74,22 @@ try:
 
     # 1. A wrapped job: kernels by name, NVTX phases.
     trace = out / "prom_wrapped.json.gz"
-    subprocess.run([str(cli), "run", "--metrics", WRAPPED, "--metrics-label-nvtx", "-o", str(trace), "--",
-                    sys.executable, str(here.parent / "profiler" / "torch_train.py"), "--steps", "60", "--linger", "4"],
-                   check=True)
+    job = subprocess.Popen([str(cli), "run", "--metrics", WRAPPED, "--metrics-label-nvtx", "-o", str(trace), "--",
+                            sys.executable, str(here.parent / "profiler" / "torch_train.py"), "--steps", "60",
+                            "--linger", "4"])
+    last_scrape, scrape_errors = "", set()
+    while job.poll() is None:  # our own scrapes beside Prometheus's: the text it was given
+        time.sleep(0.5)
+        try:
+            last_scrape = urllib.request.urlopen(f"http://{WRAPPED}/metrics", timeout=2).read().decode()
+            with urllib.request.urlopen(f"http://{PROM}/api/v1/targets", timeout=2) as r:
+                scrape_errors |= {t["lastError"] for t in json.load(r)["data"]["activeTargets"] if t["lastError"]}
+        except OSError:
+            pass
+    if job.returncode != 0:
+        sys.exit(f"the wrapped job failed with exit code {job.returncode}")
+    (out / "prom_wrapped_last_scrape.txt").write_text(last_scrape)
+    print("Prometheus's scrape errors while the jobs ran:", sorted(scrape_errors) or "none", flush=True)
     stats = json.loads(subprocess.run([str(cli), "stats", "--json", str(trace)], check=True,
                                       capture_output=True, text=True).stdout)
     traced = sum(k["count"] for k in stats["kernels"])
