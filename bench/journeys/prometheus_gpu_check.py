@@ -40,14 +40,14 @@ def check(what, ok, detail):
         failures.append(what)
 
 
-def query(expr):
-    url = f"http://{PROM}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+def query(expr, at=None):
+    url = f"http://{PROM}/api/v1/query?" + urllib.parse.urlencode({"query": expr} | ({"time": at} if at else {}))
     with urllib.request.urlopen(url, timeout=10) as r:
         return json.load(r)["data"]["result"]
 
 
-def scalar(expr):
-    result = query(expr)
+def scalar(expr, at=None):
+    result = query(expr, at)
     return float(result[0]["value"][1]) if result else None
 
 
@@ -77,11 +77,12 @@ try:
     job = subprocess.Popen([str(cli), "run", "--metrics", WRAPPED, "--metrics-label-nvtx", "-o", str(trace), "--",
                             sys.executable, str(here.parent / "profiler" / "torch_train.py"), "--steps", "60",
                             "--linger", "4"])
-    last_scrape, scrape_errors = "", set()
+    last_scrape, last_scrape_at, scrape_errors = "", None, set()
     while job.poll() is None:  # our own scrapes beside Prometheus's: the text it was given
         time.sleep(0.5)
         try:
             last_scrape = urllib.request.urlopen(f"http://{WRAPPED}/metrics", timeout=2).read().decode()
+            last_scrape_at = time.time()
             with urllib.request.urlopen(f"http://{PROM}/api/v1/targets", timeout=2) as r:
                 scrape_errors |= {t["lastError"] for t in json.load(r)["data"]["activeTargets"] if t["lastError"]}
         except OSError:
@@ -93,7 +94,9 @@ try:
     stats = json.loads(subprocess.run([str(cli), "stats", "--json", str(trace)], check=True,
                                       capture_output=True, text=True).stdout)
     traced = sum(k["count"] for k in stats["kernels"])
-    scraped = scalar('sum(max_over_time(cudascope_kernels_total{job="wrapped"}[10m]))')
+    # The series as they stood at our last scrape, in the linger after the last step (a sum of
+    # each series' maximum would count twice the kernels that move between top-N series).
+    scraped = scalar('sum(cudascope_kernels_total{job="wrapped"})', last_scrape_at)
     samples = scalar('count_over_time(up{job="wrapped"}[10m])')
     check("wrapped job: kernels in Prometheus = kernels in the trace", scraped == traced,
           f"{scraped} vs {traced} over {samples} scrapes")
