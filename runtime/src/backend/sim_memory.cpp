@@ -20,7 +20,16 @@ namespace {
 // allows it, so addresses repeat from run to run (replays and snapshots compare equal).
 constexpr std::uintptr_t kFirstDeviceBase = 0x200000000000ULL;
 constexpr std::uintptr_t kDeviceSpan = 0x10000000000ULL;  // 1 TiB per device
-constexpr std::uintptr_t kVmOffset = kDeviceSpan / 2;
+
+// The address range of a device of `capacity` bytes: room for cudaMalloc's chunks, the gaps
+// between them, and expandable segments' reservations (which reserve more than they map),
+// at 8x the capacity, at least 64 GiB and at most the device's terabyte.
+std::size_t address_span(std::size_t capacity) {
+  constexpr std::size_t kMin = std::size_t{64} << 30;
+  std::size_t span = capacity > kDeviceSpan / 8 ? kDeviceSpan : capacity * 8;
+  if (span < kMin) span = kMin;
+  return span / SimAddressSpace::kChunkUnit * SimAddressSpace::kChunkUnit;
+}
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
@@ -55,61 +64,30 @@ std::uintptr_t map_range(std::uintptr_t hint, std::size_t size, int protection) 
   return reinterpret_cast<std::uintptr_t>(anywhere);
 }
 
-// Takes `size` bytes from the lowest free range that fits; 0 when none does.
-std::uintptr_t take_first_fit(std::map<std::uintptr_t, std::size_t>& free_ranges, std::size_t size) {
-  for (auto it = free_ranges.begin(); it != free_ranges.end(); ++it) {
-    if (it->second < size) continue;
-    const std::uintptr_t start = it->first;
-    const std::size_t rest = it->second - size;
-    free_ranges.erase(it);
-    if (rest > 0) free_ranges.emplace(start + size, rest);
-    return start;
-  }
-  return 0;
-}
-
-void give_back(std::map<std::uintptr_t, std::size_t>& free_ranges, std::uintptr_t start, std::size_t size) {
-  auto next = free_ranges.lower_bound(start);
-  if (next != free_ranges.end() && start + size == next->first) {
-    size += next->second;
-    next = free_ranges.erase(next);
-  }
-  if (next != free_ranges.begin()) {
-    auto previous = std::prev(next);
-    if (previous->first + previous->second == start) {
-      previous->second += size;
-      return;
-    }
-  }
-  free_ranges.emplace(start, size);
-}
-
 }  // namespace
 
 SimMemory::SimMemory(int device, std::size_t capacity) : device_(device), capacity_(capacity) {
-  const std::uintptr_t hint = kFirstDeviceBase + static_cast<std::uintptr_t>(device) * kDeviceSpan;
-  heap_base_ = map_range(hint, capacity_, PROT_READ | PROT_WRITE);
-  free_ranges_.emplace(heap_base_, capacity_);
-  // Expandable segments reserve more address space than they map; allow 4x the capacity.
-  vm_span_ = capacity_ * 4;
-  vm_base_ = map_range(hint + kVmOffset, vm_span_, PROT_NONE);
-  vm_free_.emplace(vm_base_, vm_span_);
+  span_ = address_span(capacity_);
+  // Nothing is accessible until cudaMalloc or cuMemMap makes it so.
+  base_ = map_range(kFirstDeviceBase + static_cast<std::uintptr_t>(device) * kDeviceSpan, span_, PROT_NONE);
+  // The policy needs chunk-aligned ends; mmap's pages may sit anywhere without a fixed hint.
+  const std::uintptr_t first = (base_ + SimAddressSpace::kChunkUnit - 1) / SimAddressSpace::kChunkUnit *
+                               SimAddressSpace::kChunkUnit;
+  space_.emplace(first, (base_ + span_ - first) / SimAddressSpace::kChunkUnit * SimAddressSpace::kChunkUnit);
 }
 
-SimMemory::~SimMemory() {
-  munmap(reinterpret_cast<void*>(heap_base_), capacity_);
-  munmap(reinterpret_cast<void*>(vm_base_), vm_span_);
-}
+SimMemory::~SimMemory() { munmap(reinterpret_cast<void*>(base_), span_); }
 
 void* SimMemory::allocate(std::size_t size) {
-  const std::size_t rounded = round_up(size == 0 ? 1 : size, kAlignment);
+  const std::size_t charged = round_up(size == 0 ? 1 : size, kAlignment);
   std::lock_guard lock(mutex_);
-  if (used_ + rounded > capacity_) return nullptr;
-  const std::uintptr_t start = take_first_fit(free_ranges_, rounded);
-  if (start == 0) return nullptr;
-  allocations_.emplace(start, rounded);
-  used_ += rounded;
-  return reinterpret_cast<void*>(start);
+  if (used_ + charged > capacity_) return nullptr;
+  const SimAddressSpace::Allocation placed = space_->allocate(charged);
+  if (placed.address == 0) return nullptr;
+  if (placed.new_chunk) protect(*placed.new_chunk, PROT_READ | PROT_WRITE, "cudaMalloc");
+  allocations_.emplace(placed.address, charged);
+  used_ += charged;
+  return reinterpret_cast<void*>(placed.address);
 }
 
 std::size_t SimMemory::release(void* ptr) {
@@ -123,41 +101,35 @@ std::size_t SimMemory::release(void* ptr) {
   if (auto shared = shared_.find(start); shared != shared_.end()) {
     unshare_in_place(ptr, size, shared->second);
     shared_.erase(shared);
-  } else {
-    madvise(ptr, size, MADV_DONTNEED);  // give the RAM back; the range stays reserved
+  } else if (size >= SimAddressSpace::kPage) {
+    // Give the RAM back; the range stays reserved. (Smaller allocations share pages.)
+    madvise(ptr, size, MADV_DONTNEED);
   }
-  give_back(free_ranges_, start, size);
+  if (const auto emptied = space_->release(start)) protect(*emptied, PROT_NONE, "cudaFree");
   used_ -= size;
   return size;
 }
 
 void* SimMemory::reserve(std::size_t size) {
-  const std::size_t rounded = round_up(size, kGranularity);
   std::lock_guard lock(mutex_);
-  const std::uintptr_t start = take_first_fit(vm_free_, rounded);
+  const std::uintptr_t start = space_->reserve(size, kGranularity);
   CUDASCOPE_CHECK(start != 0, error_code::kMemoryAllocation, "cuMemAddressReserve",
-                  "sim device " + std::to_string(device_) + " has no address range of " + std::to_string(rounded) +
+                  "sim device " + std::to_string(device_) + " has no address range of " + std::to_string(size) +
                       " bytes left");
-  vm_reserved_.emplace(start, rounded);
   return reinterpret_cast<void*>(start);
 }
 
 void SimMemory::unreserve(void* base, std::size_t size) {
-  const auto start = reinterpret_cast<std::uintptr_t>(base);
-  std::lock_guard lock(mutex_);
-  const auto found = vm_reserved_.find(start);
-  CUDASCOPE_CHECK(found != vm_reserved_.end(), error_code::kInvalidValue, "cuMemAddressFree",
-                  "address range was not reserved on sim device " + std::to_string(device_));
   (void)size;
-  give_back(vm_free_, start, found->second);
-  vm_reserved_.erase(found);
+  std::lock_guard lock(mutex_);
+  CUDASCOPE_CHECK(space_->unreserve(reinterpret_cast<std::uintptr_t>(base)), error_code::kInvalidValue,
+                  "cuMemAddressFree", "address range was not reserved on sim device " + std::to_string(device_));
 }
 
 bool SimMemory::map(void* ptr, std::size_t size) {
   std::lock_guard lock(mutex_);
   if (used_ + size > capacity_) return false;
-  CUDASCOPE_CHECK(mprotect(ptr, size, PROT_READ | PROT_WRITE) == 0, error_code::kInvalidValue, "cuMemMap",
-                  std::strerror(errno));
+  protect({reinterpret_cast<std::uintptr_t>(ptr), size}, PROT_READ | PROT_WRITE, "cuMemMap");
   used_ += size;
   return true;
 }
@@ -165,8 +137,13 @@ bool SimMemory::map(void* ptr, std::size_t size) {
 void SimMemory::unmap(void* ptr, std::size_t size) {
   std::lock_guard lock(mutex_);
   madvise(ptr, size, MADV_DONTNEED);
-  CUDASCOPE_CHECK(mprotect(ptr, size, PROT_NONE) == 0, error_code::kInvalidValue, "cuMemUnmap", std::strerror(errno));
+  protect({reinterpret_cast<std::uintptr_t>(ptr), size}, PROT_NONE, "cuMemUnmap");
   used_ -= size;
+}
+
+void SimMemory::protect(std::pair<std::uintptr_t, std::size_t> range, int protection, const char* call) {
+  CUDASCOPE_CHECK(mprotect(reinterpret_cast<void*>(range.first), range.second, protection) == 0,
+                  error_code::kInvalidValue, call, std::strerror(errno));
 }
 
 std::pair<std::string, std::size_t> SimMemory::share(void* base) {
@@ -225,8 +202,7 @@ std::size_t SimMemory::used() const {
 
 bool SimMemory::owns(const void* ptr) const noexcept {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-  return (address >= heap_base_ && address < heap_base_ + capacity_) ||
-         (address >= vm_base_ && address < vm_base_ + vm_span_);
+  return address >= base_ && address < base_ + span_;
 }
 
 std::size_t parse_byte_size(const char* text, const char* what) {

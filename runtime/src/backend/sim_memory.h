@@ -1,13 +1,16 @@
 #pragma once
-// A simulated device's memory: a fixed address range reserved with MAP_NORESERVE (so
-// capacity costs no RAM until touched), first-fit allocation by address so addresses are
-// deterministic, and virtual-memory reservations for expandable segments charged against
-// the same capacity when mapped.
+// A simulated device's memory: one address range reserved with MAP_NORESERVE (so it costs
+// no RAM until touched), in which cudaMalloc and cuMemAddressReserve get the addresses the
+// CUDA driver would give them (sim_address_space.h: deterministic, per device), and
+// capacity charged for what cudaMalloc takes and cuMemMap maps.
+
+#include "sim_address_space.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -21,8 +24,8 @@ class SimMemory {
   SimMemory(const SimMemory&) = delete;
   SimMemory& operator=(const SimMemory&) = delete;
 
-  static constexpr std::size_t kAlignment = 512;
-  static constexpr std::size_t kGranularity = 2 << 20;
+  static constexpr std::size_t kAlignment = 512;      // what allocations are charged in
+  static constexpr std::size_t kGranularity = 2 << 20;  // cuMemGetAllocationGranularity
 
   void* allocate(std::size_t size);  // nullptr when out of capacity
   // Returns the bytes released. Throws cuda::Error (invalid value) for a pointer this device
@@ -49,17 +52,16 @@ class SimMemory {
   bool owns(const void* ptr) const noexcept;
 
  private:
+  void protect(std::pair<std::uintptr_t, std::size_t> range, int protection, const char* call);
+
   const int device_;
   const std::size_t capacity_;
-  std::uintptr_t heap_base_ = 0;
-  std::uintptr_t vm_base_ = 0;
-  std::size_t vm_span_ = 0;
+  std::uintptr_t base_ = 0;
+  std::size_t span_ = 0;
   mutable std::mutex mutex_;
   std::size_t used_ = 0;
-  std::map<std::uintptr_t, std::size_t> free_ranges_;   // heap: offset -> size, coalesced
-  std::unordered_map<std::uintptr_t, std::size_t> allocations_;
-  std::map<std::uintptr_t, std::size_t> vm_free_;       // vm address space: start -> size
-  std::map<std::uintptr_t, std::size_t> vm_reserved_;   // start -> size
+  std::optional<SimAddressSpace> space_;  // set once the range is mapped
+  std::unordered_map<std::uintptr_t, std::size_t> allocations_;  // cudaMalloc: start -> bytes charged
   std::unordered_map<std::uintptr_t, std::string> shared_;  // allocations moved to shared memory
   std::unordered_map<std::uintptr_t, std::size_t> opened_;  // other processes' segments mapped here
 };
