@@ -8,8 +8,8 @@ records for allocated, per device, summed), final reserved and allocated, extern
 fragmentation in percent, live bytes by NVTX range (an alloc entry's user_metadata, else the
 innermost external_annotations START/END range open at its time) and the live total.
 
-Traces (Chrome/Kineto JSON): per kernel name, per NVTX/user_annotation range name and per
-copy kind: count, total ns, bytes (copies), and the noise of B - A,
+Traces (Chrome/Kineto JSON): per kernel name, per NVTX/user_annotation range name (X events,
+and B/E pairs per thread) and per copy kind: count, total ns, bytes (copies), and the noise of B - A,
 sqrt(nA*varA + nB*varB) with sample variances of the per-instance durations (a side with one
 instance borrows the other's; none when neither has two).
 
@@ -117,7 +117,18 @@ def durations(doc):
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     kernels, ranges, copies = (collections.defaultdict(list) for _ in range(3))
     copy_bytes = collections.Counter()
+    open_ranges = collections.defaultdict(list)  # (pid, tid) -> open B events, innermost last
     for e in events:
+        if e.get("ph") == "B":
+            open_ranges[(e.get("pid"), e.get("tid"))].append(e)
+            continue
+        if e.get("ph") == "E":
+            stack = open_ranges[(e.get("pid"), e.get("tid"))]
+            if stack:
+                begin = stack.pop()
+                if begin.get("cat") == "nvtx":
+                    ranges[begin.get("name", "")].append(round(float(e["ts"]) * 1000) - round(float(begin["ts"]) * 1000))
+            continue
         if e.get("ph") != "X":
             continue
         cat, name, ns = e.get("cat", ""), e.get("name", ""), round(float(e.get("dur", 0)) * 1000)

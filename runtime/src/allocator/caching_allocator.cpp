@@ -117,8 +117,8 @@ std::string check_invariants(int device) { return device_allocator(resolve_devic
 
 void clear_memory_limit(int device) { device_allocator(resolve_device(device)).clear_memory_limit(); }
 
-void set_recorded_addresses(int device, std::vector<std::uintptr_t> addresses) {
-  device_allocator(resolve_device(device)).set_recorded_addresses(std::move(addresses));
+std::size_t set_recorded_addresses(int device, std::vector<std::uintptr_t> addresses) {
+  return device_allocator(resolve_device(device)).set_recorded_addresses(std::move(addresses));
 }
 
 void set_history(const HistorySettings& settings) {

@@ -17,7 +17,8 @@ std::size_t live_allocations(int device);
 // "" when the device's blocks tile their segments and the statistics equal a recount.
 std::string check_invariants(int device);
 void clear_memory_limit(int device);
-void set_recorded_addresses(int device, std::vector<std::uintptr_t> addresses);
+// Returns how many addresses of the list set before were used (one per cudaMalloc).
+std::size_t set_recorded_addresses(int device, std::vector<std::uintptr_t> addresses);
 void set_history(const HistorySettings& settings);
 std::size_t largest_free_block(int device);
 void snapshot_devices(memory::Snapshot& out);

@@ -457,10 +457,12 @@ void DeviceAllocator::set_memory_limit(std::size_t bytes) {
   set_fraction_ = true;
 }
 
-void DeviceAllocator::set_recorded_addresses(std::vector<std::uintptr_t> addresses) {
+std::size_t DeviceAllocator::set_recorded_addresses(std::vector<std::uintptr_t> addresses) {
   std::lock_guard lock(mutex_);
+  const std::size_t used = next_recorded_address_;
   recorded_addresses_ = std::move(addresses);
   next_recorded_address_ = 0;
+  return used;
 }
 
 void DeviceAllocator::clear_memory_limit() {

@@ -71,8 +71,9 @@ class DeviceAllocator {
   // Returns to the state of a new allocator (replays): drops the memory limit.
   void clear_memory_limit();
   // Replays on sim: the addresses the recording GPU gave the next segments, in order, used
-  // only to break best-fit ties as they broke there (empty: real addresses).
-  void set_recorded_addresses(std::vector<std::uintptr_t> addresses);
+  // only to break best-fit ties as they broke there (empty: real addresses). Returns how
+  // many of the previous list were used.
+  std::size_t set_recorded_addresses(std::vector<std::uintptr_t> addresses);
   std::size_t live_allocations();
   std::size_t largest_free_block();
 

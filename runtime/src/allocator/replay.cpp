@@ -244,38 +244,68 @@ std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& 
   return replay_ops(lines, header, current_device());
 }
 
-std::map<std::string, std::int64_t> replay_file(const std::string& path) {
-  // Streamed line by line: memory stays bounded by one line whatever the file holds, and a
-  // file that is not a sequence fails on its first line, before any device is touched.
+namespace {
+
+// Streamed line by line: memory stays bounded by one line whatever the file holds, and a
+// file that is not a sequence fails on its first line, before any device is touched.
+std::map<std::string, std::int64_t> replay_path(const std::string& path, const std::vector<std::uintptr_t>* addresses) {
   std::string error;
   auto source = util::open_input(path, UINT64_MAX, error);
   if (!source) fail_at(path, error);
   LineReader lines(*source, path);
   const FlatObject header = read_header(lines);
-  const std::string suffix = ".jsonl.gz";
-  const std::string sidecar = path.ends_with(suffix)
-                                  ? path.substr(0, path.size() - suffix.size()) + ".segments.json.gz"
-                                  : std::string();
   const int device = current_device();
-  if (!sidecar.empty() && backend_name() == "sim" && std::ifstream(sidecar).good()) {
-    // [address, address, ...]
-    std::vector<std::uintptr_t> addresses;
-    const std::string text = detail::alloc::read_whole_file(sidecar);
-    for (std::size_t i = text.find_first_of("0123456789"); i != std::string::npos;) {
-      std::size_t end = text.find_first_not_of("0123456789", i);
-      addresses.push_back(std::stoull(text.substr(i, end - i)));
-      i = end == std::string::npos ? end : text.find_first_of("0123456789", end);
-    }
-    detail::alloc::set_recorded_addresses(device, std::move(addresses));
-  }
+  if (addresses == nullptr) return replay_ops(lines, header, device);
+  detail::alloc::set_recorded_addresses(device, *addresses);
+  std::map<std::string, std::int64_t> stats;
   try {
-    auto stats = replay_ops(lines, header, device);
-    detail::alloc::set_recorded_addresses(device, {});
-    return stats;
+    stats = replay_ops(lines, header, device);
   } catch (...) {
     detail::alloc::set_recorded_addresses(device, {});
     throw;
   }
+  const std::size_t used = detail::alloc::set_recorded_addresses(device, {});
+  const auto mallocs = stats.find("num_device_alloc");
+  // One address per cudaMalloc: fewer used than recorded leaves some over; more cudaMallocs
+  // than used (counted where nothing reset the counters) ran past the end of the list.
+  if (used != addresses->size() || (mallocs != stats.end() && mallocs->second > static_cast<std::int64_t>(used))) {
+    fail_at(path, "the replay made " + (mallocs != stats.end() ? std::to_string(mallocs->second) : std::string("?")) +
+                      " cudaMallocs and used " + std::to_string(used) + " of the " +
+                      std::to_string(addresses->size()) +
+                      " recorded addresses; they do not belong to this sequence (or not to this recording of it)");
+  }
+  return stats;
+}
+
+// A JSON list of unsigned integers: [address, address, ...].
+std::vector<std::uintptr_t> read_addresses(const std::string& path) {
+  const std::string text = detail::alloc::read_whole_file(path);
+  std::size_t i = text.find_first_not_of(" \t\r\n");
+  if (i == std::string::npos || text[i] != '[') fail_at(path, "expected a JSON list of addresses");
+  std::vector<std::uintptr_t> addresses;
+  for (++i;;) {
+    i = text.find_first_not_of(" \t\r\n,", i);
+    if (i == std::string::npos) fail_at(path, "the list of addresses is not closed");
+    if (text[i] == ']') break;
+    const std::size_t end = text.find_first_not_of("0123456789", i);
+    if (end == i || end - i > 20) fail_at(path, "expected an unsigned integer at offset " + std::to_string(i));
+    addresses.push_back(std::stoull(text.substr(i, end - i)));
+    i = end;
+  }
+  return addresses;
+}
+
+}  // namespace
+
+std::map<std::string, std::int64_t> replay_file(const std::string& path) { return replay_path(path, nullptr); }
+
+std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
+                                                               const std::string& addresses_path) {
+  CUDASCOPE_CHECK(backend_name() == "sim", error_code::kNotSupported, "replay",
+                  "recorded addresses replace the sim backend's own; the " + backend_name() +
+                      " backend has the device's real ones");
+  const std::vector<std::uintptr_t> addresses = read_addresses(addresses_path);
+  return replay_path(path, &addresses);
 }
 
 }  // namespace cudascope::cuda::memory

@@ -221,11 +221,18 @@ std::string snapshot_to_pickle(const Snapshot& snapshot);
 // such as /dev/zero) throws cuda::Error naming the line, as does any malformed line.
 std::map<std::string, std::int64_t> replay(std::istream& ops, const std::string& name = "replay");
 // replay() of a file, gunzipped when it starts with the gzip magic (the gzip trailer is
-// checked). The header line is checked before any device is used. On the sim backend, when
-// NAME.segments.json.gz sits beside NAME.jsonl.gz (the addresses cudaMalloc returned for each
-// segment while recording, in order), best-fit ties between equal-size blocks break by those
-// addresses, as they did on the recording GPU; the real device needs no such help.
+// checked). The header line is checked before any device is used. Best-fit ties between
+// equal-size blocks break by address: on the sim backend by the addresses it hands out as
+// the CUDA driver would (no recorded addresses needed).
 std::map<std::string, std::int64_t> replay_file(const std::string& path);
+// replay_file() on the sim backend with the addresses the recording GPU's cudaMalloc returned
+// (`addresses_path`: a JSON list, in cudaMalloc order, such as the NAME.segments.json.gz that
+// tests/data/make_replay.py writes beside NAME.jsonl.gz) breaking best-fit ties instead of the
+// sim's own. Throws cuda::Error when the backend is not the sim, when the file is not such a
+// list, or when the replay did not use every address exactly once (it made more or fewer
+// cudaMallocs than the recording: the addresses belong to another sequence or run).
+std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
+                                                               const std::string& addresses_path);
 
 }  // namespace memory
 

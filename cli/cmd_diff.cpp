@@ -1,0 +1,225 @@
+// `cudascope diff A B [--fail-if EXPR]... [--json] [--top N]`: what changed between two
+// allocator snapshots or two traces, with gates for CI. Exit codes: 0 no gate failed, 1 a
+// gate failed, 2 a usage or input error (a bad expression, a file that cannot be read, files
+// of two kinds, a metric that does not apply to them).
+#include "command.h"
+#include "diff_report.h"
+
+#include <cudascope/analysis/diff_gate.h>
+#include <cudascope/analysis/file_kind.h>
+#include <cudascope/analysis/loader.h>
+#include <cudascope/analysis/trace_loader.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+namespace {
+
+using namespace cudascope::analysis;
+
+constexpr int kDiffGateFailed = 1;
+constexpr int kDiffInputError = 2;
+
+struct DiffOptions {
+  std::string a, b;
+  std::vector<std::string> gates;
+  bool json = false;
+  bool quiet = false;
+  size_t top = 20;
+};
+
+struct DiffInputError {
+  std::string message;
+};
+
+// Progress of the two loads on stderr: a line each time a file passes another tenth, once
+// the loads have taken a second (small files load silently).
+class DiffProgress {
+ public:
+  explicit DiffProgress(bool quiet) : quiet_(quiet), start_(std::chrono::steady_clock::now()) {}
+  void report(const char* which, const std::string& path, double fraction) {
+    if (quiet_) return;
+    const int tenth = static_cast<int>(fraction * 10);
+    std::lock_guard lock(mutex_);
+    int& last = which[0] == 'A' ? last_a_ : last_b_;
+    if (tenth <= last) return;
+    last = tenth;
+    if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(1)) return;
+    std::fprintf(stderr, "cudascope diff: loading %s %s: %d%%\n", which, path.c_str(), tenth * 10);
+  }
+
+ private:
+  bool quiet_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  int last_a_ = -1, last_b_ = -1;
+};
+
+// One side's load, run on its own thread: a snapshot, or a trace reduced to its stats (the
+// model is dropped once its stats are taken, so two large traces are not held at once longer
+// than their loads).
+struct DiffSide {
+  std::optional<Snapshot> snapshot;
+  std::optional<TraceStats> stats;
+  std::string error;
+};
+
+DiffSide load_side(FileKind kind, const std::string& path, const char* which, DiffProgress& progress) {
+  DiffSide side;
+  if (kind == FileKind::snapshot) {
+    LoadOptions options;
+    options.progress = [&](double f) { progress.report(which, path, f); };
+    auto loaded = load_snapshot(path, options);
+    if (!loaded) side.error = loaded.error().message();
+    else side.snapshot = std::move(loaded).value();
+  } else {
+    TraceLoadOptions options;
+    options.progress = [&](double f) {
+      progress.report(which, path, f);
+      return true;
+    };
+    const TraceLoadResult loaded = load_trace(path, options);
+    if (!loaded.ok()) side.error = loaded.error;
+    else side.stats = compute_stats(*loaded.model);
+  }
+  return side;
+}
+
+std::vector<DiffGate> parse_gates(const std::vector<std::string>& texts) {
+  std::vector<DiffGate> gates;
+  for (const std::string& text : texts) {
+    auto parsed = parse_diff_gate(text);
+    if (auto* error = std::get_if<std::string>(&parsed)) throw DiffInputError{"--fail-if " + *error};
+    gates.push_back(std::get<DiffGate>(std::move(parsed)));
+  }
+  return gates;
+}
+
+FileKind kind_of(const std::string& path) {
+  auto kind = detect_file_kind(path);
+  if (!kind) throw DiffInputError{kind.error().message()};
+  return kind.value();
+}
+
+template <typename Diff>
+int report(const DiffOptions& o, const std::vector<DiffGate>& gates, const Diff& diff, nlohmann::json json,
+           const std::string& text) {
+  std::vector<GateResult> results;
+  for (const DiffGate& gate : gates) {
+    auto evaluated = evaluate_gate(gate, diff);
+    if (auto* error = std::get_if<std::string>(&evaluated)) throw DiffInputError{"--fail-if " + *error};
+    results.push_back(std::get<GateResult>(std::move(evaluated)));
+  }
+  bool failed = false;
+  for (const GateResult& r : results) failed |= r.failed;
+  if (o.json) {
+    json["gates"] = nlohmann::json::array();
+    for (const GateResult& r : results) json["gates"].push_back(cudascope::cli::gate_json(r));
+    json["exit_code"] = failed ? kDiffGateFailed : 0;
+    std::printf("%s\n", json.dump(1).c_str());
+  } else {
+    std::fputs(text.c_str(), stdout);
+    if (!results.empty()) std::printf("\nGates\n");
+    for (const GateResult& r : results) std::printf("  %s\n", r.message.c_str());
+  }
+  // Failed gates also on stderr, so a CI log shows them whatever stdout is piped to.
+  for (const GateResult& r : results)
+    if (r.failed) std::fprintf(stderr, "cudascope diff: gate failed: %s\n", r.message.c_str());
+  return failed ? kDiffGateFailed : 0;
+}
+
+int run_diff(const DiffOptions& o) {
+  const std::vector<DiffGate> gates = parse_gates(o.gates);  // before anything is read
+  const FileKind kind_a = kind_of(o.a), kind_b = kind_of(o.b);
+  if (kind_a != kind_b)
+    throw DiffInputError{o.a + " is " + (kind_a == FileKind::trace ? "a trace" : "an allocator snapshot") + " and " + o.b + " is " +
+                         (kind_b == FileKind::trace ? "a trace" : "an allocator snapshot") +
+                         ": diff compares two snapshots or two traces"};
+  for (const DiffGate& gate : gates)
+    if (gate.kind != kind_a)
+      throw DiffInputError{"--fail-if '" + gate.text + "': " + gate.metric + " applies to " + to_string(gate.kind) +
+                           "s, and " + o.a + " and " + o.b + " are " + to_string(kind_a) + "s"};
+
+  DiffProgress progress(o.quiet);
+  DiffSide side_b;
+  std::thread load_b([&] { side_b = load_side(kind_b, o.b, "B", progress); });
+  DiffSide side_a = load_side(kind_a, o.a, "A", progress);
+  load_b.join();
+  for (const DiffSide* side : {&side_a, &side_b})
+    if (!side->error.empty()) throw DiffInputError{side->error};
+
+  const cudascope::cli::DiffFiles files{o.a, o.b};
+  if (kind_a == FileKind::snapshot) {
+    const SnapshotDiff diff = diff_snapshots(*side_a.snapshot, *side_b.snapshot);
+    return report(o, gates, diff, cudascope::cli::snapshot_diff_json(files, diff, o.top),
+                  o.json ? std::string() : cudascope::cli::snapshot_diff_text(files, diff, o.top));
+  }
+  const TraceDiff diff = diff_traces(*side_a.stats, *side_b.stats);
+  return report(o, gates, diff, cudascope::cli::trace_diff_json(files, diff, o.top),
+                o.json ? std::string() : cudascope::cli::trace_diff_text(files, diff, o.top));
+}
+
+constexpr const char* kDiffFooter = R"(Files are told apart by content: allocator snapshots (PyTorch pickles, cudascope JSON)
+or traces (cudascope run's, torch.profiler's/Kineto, Chrome trace-event files), plain
+or gzip. Both must be of one kind.
+
+Snapshots: peak reserved and peak allocated over the recorded trace, final reserved and
+allocated, external fragmentation (1 - largest free block / cached bytes, at the end),
+and live memory grouped by first user frame and by NVTX range (cudascope's range stack,
+or PyTorch's record_function annotations), largest growth first.
+
+Traces: kernel time by name, NVTX/user-annotation range time by name, copies and memsets
+by kind (bytes and time): A, B, change, change % and noise. Noise is the standard error
+of B - A: sqrt(nA*sA^2 + nB*sB^2), s the sample standard deviation of one name's
+per-instance durations (a side with one instance borrows the other's s; one instance on
+each side: no estimate, '?'). '~' marks a change within 2 noise.
+
+Gates (--fail-if, repeatable; parsed before any file is read):
+  EXPR   := METRIC[NAME] OP CHANGE     OP: > >= < <=     CHANGE: [+|-]NUMBER[UNIT]
+  UNIT   := %  (relative to A)  |  B KiB MiB GiB TiB  |  ns us ms s  |  none (bytes, ns)
+  A gate fails when B - A (or its percent of A, with %) OP CHANGE.
+  snapshots: peak_reserved peak_allocated reserved allocated fragmentation
+             frame_bytes[FRAME] nvtx_bytes[RANGE]   (fragmentation in points: % pp)
+  traces:    kernel_time kernel_time[KERNEL] nvtx_time[RANGE] copy_bytes copy_time
+             copy_bytes[KIND] copy_time[KIND]       (KIND: HtoD DtoH DtoD ... Memset)
+  e.g. 'peak_reserved>+5%'  'peak_allocated>+100MiB'  'fragmentation>+2%'
+       'kernel_time>+3%'  'kernel_time[ampere_sgemm_128x64_tn]>+3%'
+       'nvtx_time[forward]>+10%'  'copy_bytes>+0'
+  A NAME must be in one of the files, matched exactly as the tables print it.
+
+Exit codes: 0 no gate failed, 1 a gate failed (each printed with its values, also on
+stderr), 2 a usage or input error (bad expression, unreadable file, files of two kinds,
+a metric that does not apply to them).)";
+
+}  // namespace
+
+CUDASCOPE_COMMAND(diff, 63) {
+  static DiffOptions options;
+  CLI::App* sub = app.add_subcommand("diff", "What changed between two allocator snapshots or two traces; gates for CI");
+  sub->add_option("A", options.a, "The baseline: an allocator snapshot or a trace")->required();
+  sub->add_option("B", options.b, "The file to compare with A, of the same kind")->required();
+  sub->add_option("--fail-if", options.gates, "A gate, e.g. 'peak_reserved>+5%' or 'kernel_time>+3%' (repeatable; grammar below)");
+  sub->add_flag("--json", options.json, "One JSON object (tables, gates, exit_code) instead of text");
+  sub->add_option("--top", options.top, "Rows per table (0: all)")->default_val(20);
+  sub->add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
+  sub->footer(kDiffFooter);
+  sub->callback([] {
+    try {
+      cudascope::cli::set_exit_code(run_diff(options));
+    } catch (const DiffInputError& e) {
+      std::fprintf(stderr, "cudascope diff: error: %s\n", e.message.c_str());
+      cudascope::cli::set_exit_code(kDiffInputError);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cudascope diff: error: %s\n", e.what());
+      cudascope::cli::set_exit_code(kDiffInputError);
+    }
+  });
+}
