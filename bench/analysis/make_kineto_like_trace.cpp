@@ -1,5 +1,8 @@
 // Writes a large trace shaped like torch.profiler's (Kineto) for the trace benchmarks:
-//   make_kineto_like_trace OUT.json [--bytes N] [--seed S]
+//   make_kineto_like_trace OUT.json [--bytes N] [--seed S] [--names-seed K]
+// --names-seed draws the kernel names from their own generator seeded with K, so two traces
+// with different --seed and one --names-seed are one program's two runs: the same names, other
+// durations, sizes and order (the pair `cudascope diff` is benchmarked on).
 // Training steps on 4 CPU threads and 2 GPUs with 2 streams each: ProfilerStep annotations,
 // python_function frames, nested cpu_ops (aten::linear > aten::addmm > ...), cudaLaunchKernel
 // and cuLaunchKernel calls with ac2g flows to kernels (f first, as Kineto writes them),
@@ -161,14 +164,16 @@ struct Writer {
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::fprintf(stderr, "usage: %s OUT.json [--bytes N] [--seed S]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT.json [--bytes N] [--seed S] [--names-seed K]\n", argv[0]);
     return argc < 2 ? 2 : 0;
   }
   std::uint64_t target = 1ull << 30;
   std::uint64_t seed = 1;
+  std::int64_t names_seed = -1;  // -1: names from the writer's generator, as before the option
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--bytes") == 0) target = std::strtoull(argv[i + 1], nullptr, 10);
     else if (std::strcmp(argv[i], "--seed") == 0) seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (std::strcmp(argv[i], "--names-seed") == 0) names_seed = std::strtoll(argv[i + 1], nullptr, 10);
   }
   std::FILE* file = std::fopen(argv[1], "wb");
   if (file == nullptr) {
@@ -177,7 +182,12 @@ int main(int argc, char** argv) {
   }
   Out out(file);
   Writer w{out, std::mt19937_64(seed), {}};
-  w.kernels = kernel_names(w.rng, 20000);
+  if (names_seed < 0) {
+    w.kernels = kernel_names(w.rng, 20000);
+  } else {
+    std::mt19937_64 names_rng(static_cast<std::uint64_t>(names_seed));
+    w.kernels = kernel_names(names_rng, 20000);
+  }
   const std::int64_t pid = 4242;
   const std::int64_t threads[4] = {4242, 4250, 4251, 4252};
   out << "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", "
