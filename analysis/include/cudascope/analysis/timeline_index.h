@@ -98,9 +98,9 @@ class TimelineIndex {
   // Flows (indices into TraceModel::flows()) bound to `event` at either end.
   std::vector<std::uint32_t> flows_of(const TraceModel& model, std::uint32_t event) const;
 
-  // Counter rows: per pixel column of [t0, t1] (`columns` of them), the largest value
-  // sampled in the column, or the value carried in from before it; NaN before the first
-  // sample. Also the series' maximum, for the row's scale.
+  // Counter rows: per pixel column of [t0, t1] (`columns` of them), the largest value the
+  // counter held in the column (the value carried in from before it and the samples inside
+  // it); NaN before the first sample. Also the series' maximum, for the row's scale.
   void counter_columns(const TraceModel& model, std::uint32_t row, std::int64_t t0, std::int64_t t1, int columns,
                        std::vector<double>& out) const;
   double counter_max(const TraceModel& model, std::uint32_t row) const;
