@@ -1,5 +1,7 @@
-// `cudascope replay FILE.jsonl[.gz] [--stats-json OUT]`: replays an allocation sequence
-// recorded with PyTorch through the caching allocator and writes memory_stats() as JSON.
+// `cudascope replay FILE.jsonl[.gz] [--stats-json OUT] [--recorded-addresses SEGMENTS]`:
+// replays an allocation sequence recorded with PyTorch through the caching allocator and
+// writes memory_stats() as JSON. On the sim backend the device addresses are the sim's own
+// (placed as the CUDA driver places them); --recorded-addresses uses the recording GPU's.
 #include "checks.h"
 #include "command.h"
 
@@ -14,6 +16,7 @@ namespace {
 struct ReplayOptions {
   std::string file;
   std::string stats_json;
+  std::string recorded_addresses;
   bool summary = false;
 };
 
@@ -33,7 +36,9 @@ int run_replay(const ReplayOptions& options) {
   cli::check_backend_variable();
   // Replays run wherever they can: a GPU when there is one, else the simulated device.
   if (std::getenv("CUDASCOPE_BACKEND") == nullptr) setenv("CUDASCOPE_BACKEND", "auto", 1);
-  const auto stats = cuda::memory::replay_file(options.file);
+  const auto stats = options.recorded_addresses.empty()
+                         ? cuda::memory::replay_file(options.file)
+                         : cuda::memory::replay_file_with_addresses(options.file, options.recorded_addresses);
   const std::string json = to_json(stats);
   if (options.stats_json.empty() || options.stats_json == "-") {
     std::fputs(json.c_str(), stdout);
@@ -58,6 +63,11 @@ CUDASCOPE_COMMAND(replay, 40) {
       ->check(CLI::ExistingFile);
   sub->add_option("--stats-json", options.stats_json, "Write memory_stats() here as JSON (default: stdout)")
       ->check(cudascope::cli::WritableFile(/*allow_stdout=*/true));
+  sub->add_option("--recorded-addresses", options.recorded_addresses,
+                  "Sim backend only: break best-fit ties by the addresses the recording GPU's cudaMalloc "
+                  "returned (a JSON list in order, such as NAME.segments.json.gz from tests/data/make_replay.py) "
+                  "instead of the sim's own; fails unless the replay uses every one")
+      ->check(CLI::ExistingFile);
   sub->add_flag("--summary", options.summary, "Also print memory_summary() on stderr");
   sub->callback([] { cudascope::cli::set_exit_code(run_replay(options)); });
 }

@@ -1,13 +1,17 @@
-// The sim's replays of PyTorch's allocation sequences depend on the segment addresses
-// recorded beside each one (NAME.segments.json.gz: what cudaMalloc returned, in order),
-// which break best-fit ties between equal-size blocks as the GPU's addresses did. These
-// tests make that dependency visible instead of silent:
-//  - every recorded address is used, one per cudaMalloc of the replay, none left over, and
-//    with them the replay gives PyTorch's memory_stats exactly;
-//  - without them, how many keys differ is measured and reported (a figure, not a gate:
-//    ReplayWithoutAddresses.* prints "differing keys: N of 122" and records the property
-//    differing_keys); only the keys that no address can change are asserted equal.
-// Registered with CUDASCOPE_BACKEND=sim: the recorded addresses are the sim's concern.
+// The sim backend's device addresses against the ones PyTorch's allocator got from the CUDA
+// driver (NAME.segments.json.gz beside each recorded sequence: what cudaMalloc returned, in
+// order). The caching allocator breaks best-fit ties between equal-size blocks by address, so
+// replays give PyTorch's memory_stats only if the sim places segments in the driver's order
+// (sim_address_space.h). These tests check, for every recorded sequence (the held-out ones
+// included):
+//  - without recorded addresses, the replay gives PyTorch's memory_stats key by key (the
+//    differing keys are named on failure);
+//  - the sim hands out the recorded addresses themselves, up to one offset for the whole
+//    sequence, segment by segment (the differing segments are counted and named; the one
+//    known difference has its reason written below);
+//  - with the recorded addresses (replay_file_with_addresses), the replay uses each exactly
+//    once and gives the same statistics, and addresses of another sequence are refused.
+// Registered with CUDASCOPE_BACKEND=sim: the addresses are the sim's concern.
 // (The sim's memory is set below: the test registration carries one variable only.)
 #include "allocator_test_util.h"
 
@@ -15,7 +19,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 
 namespace cudascope::testing {
 namespace {
@@ -23,6 +26,15 @@ namespace {
 // PyTorch's peaks reach 25 GB: room on the sim device, set before the runtime starts (unless
 // the caller chose a size).
 const bool sim_memory_set = setenv("CUDASCOPE_SIM_MEMORY", "128GiB", /*overwrite=*/0) == 0;
+
+// Segments whose sim address differs from the recorded one (after the one offset), where
+// known and explained. Any other sequence must have none.
+//  - replay_default_s1: 12 of 255. Its recording left one freed 256 MiB range unused for a
+//    224 MiB chunk that the rule places there (op 7982): something outside the driver's chunks
+//    had taken part of that range (the address space is the recording process's own, shared
+//    with its host mappings), so that chunk and the 11 later segments placed relative to it
+//    went elsewhere. Ties among those segments broke the same way: the statistics match.
+const std::map<std::string, std::size_t> kKnownAddressDifferences = {{"replay_default_s1", 12}};
 
 std::vector<std::string> recorded_sequences() {
   std::vector<std::string> names;
@@ -55,12 +67,16 @@ std::vector<std::uint64_t> recorded_addresses(const std::string& name) {
   return out;
 }
 
-std::vector<std::string> differing_keys(const std::map<std::string, std::int64_t>& ours,
-                                        const std::map<std::string, std::int64_t>& torch) {
-  std::vector<std::string> out;
+std::string differing_keys(const std::map<std::string, std::int64_t>& ours,
+                           const std::map<std::string, std::int64_t>& torch) {
+  std::string out;
   for (const auto& [key, value] : torch) {
     const auto it = ours.find(key);
-    if (it == ours.end() || it->second != value) out.push_back(key);
+    if (it == ours.end()) {
+      out += " " + key + " (missing)";
+    } else if (it->second != value) {
+      out += " " + key + " (ours " + std::to_string(it->second) + ", PyTorch's " + std::to_string(value) + ")";
+    }
   }
   return out;
 }
@@ -74,60 +90,103 @@ class ReplayAddresses : public ::testing::TestWithParam<std::string> {
   }
 };
 
-TEST_P(ReplayAddresses, EveryRecordedAddressIsUsedOncePerSegmentAndStatsMatch) {
+TEST_P(ReplayAddresses, WithoutRecordedAddressesStatsMatchKeyByKey) {
   const std::string name = GetParam();
   const auto torch = read_stats_json(data_path(name + ".stats.json.gz"));
-  const auto addresses = recorded_addresses(name);
-  const bool expandable = gunzipped(data_path(name + ".jsonl.gz")).find("expandable_segments:True") != std::string::npos;
   const auto ours = cuda::memory::replay_file(data_path(name + ".jsonl.gz"));
-  if (expandable) {
-    // Expandable segments map pages into one reserved range: no cudaMalloc, no addresses.
-    EXPECT_TRUE(addresses.empty()) << name << ": an expandable-segments recording holds no segment addresses";
-  } else {
-    // The replay draws one address per cudaMalloc (num_device_alloc counts them; no fixture
-    // resets the counters): as many segments as addresses means none unused, none missing.
-    EXPECT_EQ(static_cast<std::int64_t>(addresses.size()), torch.at("num_device_alloc"))
-        << name << ": the recording's own segment count";
-    EXPECT_EQ(static_cast<std::int64_t>(addresses.size()), ours.at("num_device_alloc"))
-        << name << ": recorded addresses left unused (fewer cudaMallocs) or missing (more)";
-  }
-  EXPECT_EQ(differing_keys(ours, torch), std::vector<std::string>{}) << name;
-  EXPECT_EQ(ours.size(), torch.size());
+  EXPECT_EQ(differing_keys(ours, torch), "") << name << ": keys differing from PyTorch's without recorded addresses";
+  EXPECT_EQ(ours.size(), torch.size()) << name;
 }
 
-TEST_P(ReplayAddresses, ReplayWithoutAddressesIsMeasuredNotHidden) {
+TEST_P(ReplayAddresses, SimHandsOutTheDriversAddresses) {
+  const std::string name = GetParam();
+  const auto recorded = recorded_addresses(name);
+  cuda::memory::record_memory_history("all", std::nullopt, "python");
+  cuda::memory::replay_file(data_path(name + ".jsonl.gz"));
+  const auto snapshot = cuda::memory::memory_snapshot();
+  cuda::memory::record_memory_history(std::nullopt);
+  std::vector<std::uint64_t> ours;
+  for (const auto& entry : snapshot.device_traces.at(0)) {
+    if (entry.action == "segment_alloc") ours.push_back(entry.addr);
+  }
+  ASSERT_EQ(ours.size(), recorded.size()) << name << ": as many cudaMallocs as recorded";
+  if (recorded.empty()) GTEST_SKIP() << name << ": no cudaMalloc recorded (expandable segments map pages instead)";
+  // The recording's addresses start where its process's address space had room; only their
+  // layout relative to each other can be compared: one offset for the whole sequence.
+  const std::uint64_t offset = recorded[0] - ours[0];
+  std::size_t differing = 0;
+  std::string first;
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    if (recorded[i] - ours[i] == offset) continue;
+    if (differing++ < 5) first += " #" + std::to_string(i);
+  }
+  const auto known = kKnownAddressDifferences.find(name);
+  const std::size_t expected = known == kKnownAddressDifferences.end() ? 0 : known->second;
+  std::printf("%s: %zu of %zu segments at the recorded address (up to one offset)\n", name.c_str(),
+              ours.size() - differing, ours.size());
+  EXPECT_EQ(differing, expected) << name << ": segments placed elsewhere than the driver placed them, first:" << first;
+}
+
+TEST_P(ReplayAddresses, RecordedAddressesAreEachUsedOnce) {
   const std::string name = GetParam();
   const auto torch = read_stats_json(data_path(name + ".stats.json.gz"));
-  const std::string ops = gunzipped(data_path(name + ".jsonl.gz"));
-  std::istringstream in(ops);
-  const auto ours = cuda::memory::replay(in, name);  // replay() of a stream loads no addresses
-  const auto keys = differing_keys(ours, torch);
-  std::string list;
-  for (const auto& k : keys) list += " " + k;
-  std::printf("%s without recorded addresses: differing keys: %zu of %zu%s\n", name.c_str(), keys.size(), torch.size(),
-              list.c_str());
-  RecordProperty("differing_keys", static_cast<int>(keys.size()));
-  if (recorded_addresses(name).empty()) {
-    // Nothing recorded (expandable segments): this is the same replay as with the addresses.
-    EXPECT_EQ(keys, std::vector<std::string>{}) << name;
+  const auto ours = cuda::memory::replay_file_with_addresses(data_path(name + ".jsonl.gz"),
+                                                            data_path(name + ".segments.json.gz"));
+  const auto recorded = recorded_addresses(name);
+  if (recorded.empty()) {
+    // Expandable segments map pages (num_device_alloc counts the maps): no address recorded.
+    EXPECT_NE(gunzipped(data_path(name + ".jsonl.gz")).find("expandable_segments:True"), std::string::npos)
+        << name << ": no addresses recorded, yet not expandable segments";
+  } else {
+    EXPECT_EQ(static_cast<std::int64_t>(recorded.size()), torch.at("num_device_alloc"))
+        << name << ": the recording's own segment count";
   }
-  // What no address can change: how many allocations the sequence made and the bytes it
-  // asked for, as long as nothing ran out of memory (only the memory-limited recording can).
-  if (torch.at("num_ooms") == 0 && ours.at("num_ooms") == 0) {
-    for (const std::string stat : {"allocation", "requested_bytes"}) {
-      for (const std::string pool : {"all", "small_pool", "large_pool"}) {
-        for (const std::string field : {"current", "peak", "allocated", "freed"}) {
-          const std::string key = stat + "." + pool + "." + field;
-          EXPECT_EQ(ours.at(key), torch.at(key)) << name << ": " << key << " does not depend on addresses";
-        }
-      }
-    }
-  }
-  EXPECT_EQ(ours.size(), torch.size());
+  EXPECT_EQ(differing_keys(ours, torch), "") << name << ": keys differing with the recorded addresses";
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorded, ReplayAddresses, ::testing::ValuesIn(recorded_sequences()),
                          [](const auto& info) { return info.param.substr(7); });
+
+// Replays argv[2] with the addresses in argv[3]: prints the error and exits 3 when refused.
+// (A child process: addresses of another sequence can make two live segments share an
+// address, which leaves the allocator's pools unusable for later replays in that process.)
+int replay_with_addresses_child(int argc, char** argv) {
+  if (argc < 4) return 2;
+  try {
+    cuda::memory::replay_file_with_addresses(argv[2], argv[3]);
+  } catch (const cuda::Error& e) {
+    std::printf("%s\n", e.what());
+    return 3;
+  }
+  return 0;
+}
+const ChildModeRegistrar with_addresses_mode("--replay-with-addresses", replay_with_addresses_child);
+
+TEST(ReplayAddressesTest, AnotherSequencesAddressesAreRefused) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  // max_split_s2 made 700 cudaMallocs, default_s1 255: neither list fits the other sequence.
+  for (const auto& [sequence, addresses] : {std::pair{"replay_default_s1", "replay_max_split_s2"},
+                                            std::pair{"replay_max_split_s2", "replay_default_s1"}}) {
+    const auto r = run_self({"--replay-with-addresses", data_path(std::string(sequence) + ".jsonl.gz"),
+                             data_path(std::string(addresses) + ".segments.json.gz")});
+    EXPECT_EQ(r.exit_code, 3) << sequence << " replayed with " << addresses << "'s addresses: " << r.output;
+    EXPECT_NE(r.output.find("recorded addresses"), std::string::npos) << r.output;
+  }
+}
+
+TEST(ReplayAddressesTest, MalformedAddressListIsAnError) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  const std::string path = ::testing::TempDir() + "/addresses_bad.json";
+  for (const std::string text : {"{}", "[1, 2", "[1, x]", ""}) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    EXPECT_THROW(cuda::memory::replay_file_with_addresses(data_path("replay_default_s1.jsonl.gz"), path), cuda::Error)
+        << "'" << text << "'";
+  }
+  std::remove(path.c_str());
+}
 
 }  // namespace
 }  // namespace cudascope::testing

@@ -267,8 +267,12 @@ std::map<std::string, std::int64_t> replay_path(const std::string& path, const s
   const std::size_t used = detail::alloc::set_recorded_addresses(device, {});
   const auto mallocs = stats.find("num_device_alloc");
   // One address per cudaMalloc: fewer used than recorded leaves some over; more cudaMallocs
-  // than used (counted where nothing reset the counters) ran past the end of the list.
-  if (used != addresses->size() || (mallocs != stats.end() && mallocs->second > static_cast<std::int64_t>(used))) {
+  // than used (counted where nothing reset the counters) ran past the end of the list. (An
+  // empty list, as recorded for expandable segments, which map pages and make no cudaMalloc
+  // that takes an address, is a replay with the sim's own addresses.)
+  const bool past_end = !addresses->empty() && mallocs != stats.end() &&
+                        mallocs->second > static_cast<std::int64_t>(used);
+  if (used != addresses->size() || past_end) {
     fail_at(path, "the replay made " + (mallocs != stats.end() ? std::to_string(mallocs->second) : std::string("?")) +
                       " cudaMallocs and used " + std::to_string(used) + " of the " +
                       std::to_string(addresses->size()) +
