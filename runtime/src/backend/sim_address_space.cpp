@@ -46,6 +46,7 @@ SimAddressSpace::SimAddressSpace(std::uintptr_t base, std::size_t span) : base_(
   Chunk& chunk = chunks_.at(first);
   carve(chunk.free, first, kDriverReserved);
   chunk.live = 1;  // never given back
+  initial_chunk_ = Range{first, kChunkUnit};
 }
 
 // The address space as the driver gets it from the OS (its device addresses are the

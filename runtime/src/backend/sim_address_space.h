@@ -69,6 +69,9 @@ class SimAddressSpace {
   // cuMemAddressFree; false for a range that was not reserved. `bytes` = what was reserved.
   bool unreserve(std::uintptr_t address, std::size_t* bytes = nullptr);
 
+  // The chunk the driver made at start-up (its own allocations at the bottom): accessible
+  // from the start, and never given back.
+  Range initial_chunk() const { return initial_chunk_; }
   std::uintptr_t base() const { return base_; }
   std::size_t span() const { return span_; }
 
@@ -84,6 +87,7 @@ class SimAddressSpace {
     std::size_t size = 0;  // the bytes taken in the chunk
   };
 
+  Range initial_chunk_{0, 0};
   std::uintptr_t take_from_address_space(std::size_t bytes, std::size_t alignment);
   std::uintptr_t make_chunk(std::size_t bytes);
   std::uintptr_t place_in_chunks(std::size_t bytes);

@@ -74,6 +74,7 @@ SimMemory::SimMemory(int device, std::size_t capacity) : device_(device), capaci
   const std::uintptr_t first = (base_ + SimAddressSpace::kChunkUnit - 1) / SimAddressSpace::kChunkUnit *
                                SimAddressSpace::kChunkUnit;
   space_.emplace(first, (base_ + span_ - first) / SimAddressSpace::kChunkUnit * SimAddressSpace::kChunkUnit);
+  protect(space_->initial_chunk(), PROT_READ | PROT_WRITE, "cudaMalloc");
 }
 
 SimMemory::~SimMemory() { munmap(reinterpret_cast<void*>(base_), span_); }
