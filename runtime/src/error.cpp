@@ -33,9 +33,17 @@ std::string error_name(int code) {
     case error_code::kNoDevice: return "cudaErrorNoDevice";
     case error_code::kInvalidDevice: return "cudaErrorInvalidDevice";
     case error_code::kInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case error_code::kIllegalState: return "cudaErrorIllegalState";
     case error_code::kNotReady: return "cudaErrorNotReady";
     case error_code::kPeerAccessUnsupported: return "cudaErrorPeerAccessUnsupported";
     case error_code::kNotSupported: return "cudaErrorNotSupported";
+    case error_code::kStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case error_code::kStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case error_code::kStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
+    case error_code::kStreamCaptureUnjoined: return "cudaErrorStreamCaptureUnjoined";
+    case error_code::kStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+    case error_code::kStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case error_code::kStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     default: return detail::backend_error_name(code);
   }
 }

@@ -110,11 +110,15 @@ inline std::pair<std::uintptr_t, std::uintptr_t> ByAddress::key(const Block* b) 
   return {reinterpret_cast<std::uintptr_t>(b->stream), reinterpret_cast<std::uintptr_t>(b->ptr)};
 }
 
+struct PrivatePool;
+
 struct BlockPool {
-  BlockPool(bool small, std::pmr::memory_resource* nodes) : blocks(nodes), unmapped(nodes), is_small(small) {}
+  BlockPool(bool small, std::pmr::memory_resource* nodes, PrivatePool* owner = nullptr)
+      : blocks(nodes), unmapped(nodes), is_small(small), owner(owner) {}
   SizeSet blocks;
   std::pmr::set<Block*, ByAddress> unmapped;
   const bool is_small;
+  PrivatePool* const owner;  // the CUDA graph pool holding this one; nullptr: the device's own
   std::int64_t get_free_blocks_call_count = 0;
 
   void insert(Block* block) {
@@ -136,6 +140,25 @@ struct BlockPool {
     if (auto node = blocks.extract(block)) block->size_node = std::move(node);
   }
   int stat_index() const noexcept { return is_small ? kSmallPool : kLargePool; }
+};
+
+// A memory pool of CUDA graphs (PyTorch's PrivatePool): the blocks that captures allocate
+// into it, kept apart from the device's pools so that no allocation outside the graphs reuses
+// memory a replay writes. use_count: the graphs (and captures underway) using it; at 0 the pool
+// is freeable and empty_cache returns its unused segments. segment_count: its segments still
+// held (PyTorch's cudaMalloc_count); the pool is forgotten when both are 0.
+using MempoolId = std::pair<unsigned long long, unsigned long long>;
+
+struct PrivatePool {
+  PrivatePool(MempoolId id, std::pmr::memory_resource* nodes)
+      : id(id), large(false, nodes, this), small(true, nodes, this) {}
+  PrivatePool(const PrivatePool&) = delete;
+  PrivatePool& operator=(const PrivatePool&) = delete;
+  const MempoolId id;
+  int use_count = 1;
+  int segment_count = 0;
+  BlockPool large;
+  BlockPool small;
 };
 
 // Blocks come from a free list: the hot path does no malloc for them.

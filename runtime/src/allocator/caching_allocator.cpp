@@ -111,6 +111,25 @@ void set_config(const AllocatorConfig& next) {
   current_config.store(keep(next), std::memory_order_release);
 }
 
+namespace {
+DeviceAllocator& native_for_graphs(int device, const char* call) {
+  ProcessAllocator& p = process();
+  CUDASCOPE_CHECK(p.mode.load() == Mode::kNative, error_code::kNotSupported, call,
+                  std::string("CUDA graph capture needs the native caching allocator; the allocator in use is ") +
+                      (config().backend == "cudaMallocAsync" ? "cudaMallocAsync" : "a pluggable allocator"));
+  return device_allocator(device);
+}
+}  // namespace
+
+void begin_allocate_to_pool(int device, PoolId id, CaptureStreamFilter filter) {
+  native_for_graphs(device, "beginAllocateToPool").begin_allocate_to_pool(id, std::move(filter));
+}
+void end_allocate_to_pool(int device, PoolId id) {
+  native_for_graphs(device, "endAllocateToPool").end_allocate_to_pool(id);
+}
+void release_pool(int device, PoolId id) { native_for_graphs(device, "releasePool").release_pool(id); }
+int pool_use_count(int device, PoolId id) { return native_for_graphs(device, "getPoolUseCount").pool_use_count(id); }
+
 std::size_t live_allocations(int device) { return device_allocator(resolve_device(device)).live_allocations(); }
 
 std::string check_invariants(int device) { return device_allocator(resolve_device(device)).check_invariants(); }
@@ -126,6 +145,11 @@ void set_history(const HistorySettings& settings) {
 }
 
 std::size_t largest_free_block(int device) { return device_allocator(resolve_device(device)).largest_free_block(); }
+
+Usage usage(int device) {
+  const DeviceStats s = device_allocator(resolve_device(device)).stats();
+  return {s.reserved_bytes[0].current, s.allocated_bytes[0].current, s.active_bytes[0].current};
+}
 
 void snapshot_devices(memory::Snapshot& out) {
   Symbolizer symbolizer;

@@ -97,9 +97,13 @@ void DeviceAllocator::notify_observer(instrumentation::Observer* o, Observed act
 void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::int64_t stream_id) {
   ContextPtr ctx = gather(RecordContext::kState);  // outside the lock: capture may be slow
   std::unique_lock lock(mutex_);
-  if (!cuda_events_.empty()) process_events(ctx);
+  // No event queries during a capture (cudaEventQuery is not allowed then): frees that wait
+  // on events are processed once no capture is underway, as PyTorch does.
+  if (captures_underway_.empty() && (!cuda_events_.empty() || !deferred_until_no_capture_.empty())) {
+    process_events(ctx);
+  }
   const std::size_t size = round_size(orig_size);
-  BlockPool& pool = pool_for(size);
+  BlockPool& pool = pool_for(size, stream);
   AllocParams p{SizeKey{stream, size, 0}, &pool, allocation_size(size)};
   p.stream_stats = stats_for(stream);
   p.stream_id = stream_id;
@@ -109,7 +113,7 @@ void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::i
     if (set_fraction_ && config().garbage_collection_threshold > 0.0) garbage_collect_cached_blocks(ctx);
     found = alloc_block(p, false, ctx, lock) ||
             (release_available_cached_blocks(p, ctx) && alloc_block(p, false, ctx, lock)) ||
-            (release_cached_blocks(ctx) && alloc_block(p, true, ctx, lock));
+            (captures_underway_.empty() && release_cached_blocks(ctx) && alloc_block(p, true, ctx, lock));
   }
   if (!found) raise_oom(p, std::move(ctx), lock);
   const bool split = should_split(p.block, size);
@@ -156,7 +160,9 @@ bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPt
                                   std::unique_lock<DeviceLock>& lock) {
   const std::size_t size = p.alloc_size;
   if (is_retry) stats_.num_alloc_retries += 1;
-  if (set_fraction_ && total_allocated_memory_ + size > allowed_memory_maximum_) {
+  // Bytes other threads are getting from cudaMalloc with the lock released count against the
+  // fraction too: two threads cannot both pass this check and together exceed the limit.
+  if (set_fraction_ && total_allocated_memory_ + cudamalloc_pending_ + size > allowed_memory_maximum_) {
     p.oom = true;
     return false;
   }
@@ -165,27 +171,32 @@ bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPt
     p.oom = p.block == nullptr;
     return p.block != nullptr;
   }
+  const bool capturing = !captures_underway_.empty();
   void* ptr = nullptr;
   if (config().release_lock_on_cudamalloc) {
     // PyTorch's release_lock_on_cudamalloc: cudaMalloc may take milliseconds; other threads
     // use this device's cache meanwhile. The new segment joins the pools after relocking,
     // and nothing found before the unlock is used after it.
+    cudamalloc_pending_ += size;
     lock.unlock();
     try {
-      ptr = backend_.malloc(device_, size);
+      ptr = malloc_maybe_capturing(size, capturing);
     } catch (...) {
       lock.lock();
+      cudamalloc_pending_ -= size;
       throw;
     }
     lock.lock();
+    cudamalloc_pending_ -= size;
   } else {
-    ptr = backend_.malloc(device_, size);
+    ptr = malloc_maybe_capturing(size, capturing);
   }
   if (ptr == nullptr) {
     p.oom = true;
     return false;
   }
   total_allocated_memory_ += size;
+  if (p.pool->owner != nullptr) p.pool->owner->segment_count++;
   Block* block = arena_.make();
   block->device = device_;
   block->stream = p.key.stream;
@@ -307,7 +318,11 @@ bool DeviceAllocator::free(void* ptr) {
   const std::int64_t stream_id = block->stream_id;
   const std::size_t size = block->size;
   if (!block->stream_uses.empty()) {
-    insert_events(block);
+    if (captures_underway_.empty()) [[likely]] {
+      insert_events(block);
+    } else {
+      deferred_until_no_capture_.push_back(block);
+    }
   } else {
     free_block(block, ctx);
   }

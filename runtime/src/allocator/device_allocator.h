@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <memory_resource>
@@ -58,6 +59,17 @@ class DeviceAllocator {
   // cuda::Error for a block of an expandable segment (not one cudaMalloc).
   std::pair<void*, std::size_t> base_allocation(const void* ptr);
   bool owns_allocation(const void* ptr);
+
+  // CUDA graphs' private pools (PyTorch's beginAllocateToPool, endAllocateToPool, releasePool).
+  // While a capture allocates to `id`, requests on streams for which `filter` is true are
+  // served from the pool (created, or its use_count raised). release_pool: a graph using the
+  // pool is gone; at use_count 0 empty_cache may free its unused segments.
+  using StreamFilter = std::function<bool(StreamHandle)>;
+  void begin_allocate_to_pool(MempoolId id, StreamFilter filter);
+  void end_allocate_to_pool(MempoolId id);
+  void release_pool(MempoolId id);
+  // The pool's use_count; 0 when the pool does not exist (never made, or freed).
+  int pool_use_count(MempoolId id);
 
   void empty_cache();
   void set_memory_limit(std::size_t bytes);
@@ -106,7 +118,18 @@ class DeviceAllocator {
   }
   StreamStats* stats_for(StreamHandle stream);
   std::size_t round_size(std::size_t size) const;
-  BlockPool& pool_for(std::size_t size) { return size <= kSmallSize ? small_ : large_; }
+  BlockPool& pool_for(std::size_t size, StreamHandle stream) {
+    if (!captures_underway_.empty()) [[unlikely]] {
+      if (PrivatePool* pool = capturing_pool(stream)) return size <= kSmallSize ? pool->small : pool->large;
+    }
+    return size <= kSmallSize ? small_ : large_;
+  }
+  // The private pool a capture underway on `stream` allocates to (the latest first); nullptr.
+  PrivatePool* capturing_pool(StreamHandle stream);
+  // cudaMalloc as PyTorch's cudaMallocMaybeCapturing: during a capture the calling thread's
+  // capture mode is relaxed around it, since cudaMalloc is not allowed in global mode.
+  void* malloc_maybe_capturing(std::size_t size, bool capturing);
+  void insert_events_deferred_until_no_capture(const ContextPtr& ctx);
   static std::size_t allocation_size(std::size_t size);
   bool should_split(const Block* block, std::size_t size) const;
 
@@ -176,9 +199,17 @@ class DeviceAllocator {
   std::vector<PendingEvents> cuda_events_;
   std::vector<std::pair<int, EventHandle>> event_pool_;
   std::size_t total_allocated_memory_ = 0;
+  std::size_t cudamalloc_pending_ = 0;  // requested from cudaMalloc with the lock released
   std::size_t allowed_memory_maximum_ = 0;
   bool set_fraction_ = false;
   std::vector<ExpandableSegment*> expandable_segments_;
+  // CUDA graphs: the private pools, those no graph uses any more, the captures allocating now
+  // (a stream filter each), and blocks freed during capture with uses on other streams, whose
+  // events wait until no capture is underway (recording them could join the capture).
+  std::map<MempoolId, std::unique_ptr<PrivatePool>> graph_pools_;
+  std::vector<PrivatePool*> graph_pools_freeable_;
+  std::vector<std::pair<MempoolId, StreamFilter>> captures_underway_;
+  std::vector<Block*> deferred_until_no_capture_;
   std::vector<std::uintptr_t> recorded_addresses_;
   std::size_t next_recorded_address_ = 0;
 

@@ -47,10 +47,26 @@ bool DeviceAllocator::release_available_cached_blocks(const AllocParams& p, cons
   return true;
 }
 
+// The device's own pools only when no capture is underway (synchronising is not allowed
+// then); the unused segments of private pools no graph uses any more in any case, as PyTorch.
 bool DeviceAllocator::release_cached_blocks(const ContextPtr& ctx) {
-  synchronize_and_free_events(ctx);
-  release_blocks(large_, ctx);
-  release_blocks(small_, ctx);
+  if (captures_underway_.empty()) {
+    synchronize_and_free_events(ctx);
+    release_blocks(large_, ctx);
+    release_blocks(small_, ctx);
+  }
+  for (auto it = graph_pools_freeable_.begin(); it != graph_pools_freeable_.end();) {
+    PrivatePool* pool = *it;
+    release_blocks(pool->small, ctx);
+    release_blocks(pool->large, ctx);
+    if (pool->segment_count == 0) {
+      const MempoolId id = pool->id;
+      it = graph_pools_freeable_.erase(it);
+      graph_pools_.erase(id);
+    } else {
+      ++it;
+    }
+  }
   return true;
 }
 
@@ -77,6 +93,7 @@ void DeviceAllocator::release_block(Block* block, const ContextPtr& ctx) {
          ctx, block->context_when_segment_allocated);
   backend_.free(device_, block->ptr);
   total_allocated_memory_ -= block->size;
+  if (block->pool->owner != nullptr) block->pool->owner->segment_count--;
   const int pool_index = block->pool->stat_index();
   stats_.segment.decrease(pool_index, 1);
   stats_.reserved_bytes.decrease(pool_index, static_cast<std::int64_t>(block->size));
@@ -198,6 +215,7 @@ bool DeviceAllocator::map_block(Block* to_map, std::size_t size, const ContextPt
   try_merge_blocks(to_map, to_map->next, pool);
   pool.insert(to_map);
   total_allocated_memory_ += mapped.size;
+  if (pool.owner != nullptr) pool.owner->segment_count++;  // one per mapping, as unmap_block counts down
   stats_.reserved_bytes.increase(pool.stat_index(), static_cast<std::int64_t>(mapped.size));
   to_map->stream_stats->reserved_bytes.increase(static_cast<std::int64_t>(mapped.size));
   stats_.num_device_alloc++;
@@ -265,6 +283,7 @@ void DeviceAllocator::unmap_block(Block* block, const ContextPtr& ctx) {
   try_merge_blocks(block, block->next, pool);
   pool.unmapped.insert(block);
   total_allocated_memory_ -= unmapped.size;
+  if (pool.owner != nullptr) pool.owner->segment_count--;
   stats_.reserved_bytes.decrease(pool.stat_index(), static_cast<std::int64_t>(unmapped.size));
   block->stream_stats->reserved_bytes.decrease(static_cast<std::int64_t>(unmapped.size));
   stats_.num_device_free++;
@@ -312,6 +331,7 @@ void DeviceAllocator::insert_events(Block* block) {
 }
 
 void DeviceAllocator::process_events(const ContextPtr& ctx) {
+  insert_events_deferred_until_no_capture(ctx);
   for (auto it = cuda_events_.begin(); it != cuda_events_.end();) {
     while (!it->events.empty()) {
       auto [event, block] = it->events.front();
@@ -326,6 +346,7 @@ void DeviceAllocator::process_events(const ContextPtr& ctx) {
 
 void DeviceAllocator::synchronize_and_free_events(const ContextPtr& ctx) {
   stats_.num_sync_all_streams++;
+  insert_events_deferred_until_no_capture(ctx);
   for (auto& pending : cuda_events_) {
     for (auto& [event, block] : pending.events) {
       backend_.event_synchronize(pending.stream.device, event);

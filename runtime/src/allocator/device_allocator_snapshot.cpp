@@ -16,8 +16,12 @@ namespace cudascope::cuda::detail::alloc {
 std::vector<const Block*> DeviceAllocator::all_blocks() const {
   std::vector<const Block*> blocks(small_.blocks.begin(), small_.blocks.end());
   blocks.insert(blocks.end(), large_.blocks.begin(), large_.blocks.end());
+  for (const auto& [id, pool] : graph_pools_) {
+    blocks.insert(blocks.end(), pool->small.blocks.begin(), pool->small.blocks.end());
+    blocks.insert(blocks.end(), pool->large.blocks.begin(), pool->large.blocks.end());
+  }
   allocated_.for_each([&](Block* b) { blocks.push_back(b); });
-  std::unordered_set<const Block*> pending;
+  std::unordered_set<const Block*> pending(deferred_until_no_capture_.begin(), deferred_until_no_capture_.end());
   for (const auto& p : cuda_events_) {
     for (const auto& [event, block] : p.events) pending.insert(block);
   }
@@ -39,6 +43,10 @@ void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::
     s.stream = head->stream_id;
     s.segment_type = head->pool->is_small ? "small" : "large";
     s.is_expandable = head->expandable != nullptr;
+    // PyTorch's segment_pool_id: the owning private pool's id, (0, 0) for the device's own.
+    if (const PrivatePool* owner = head->pool->owner) {
+      s.segment_pool_id = {static_cast<std::int64_t>(owner->id.first), static_cast<std::int64_t>(owner->id.second)};
+    }
     s.frames = symbolizer.frames(head->context_when_segment_allocated);
     for (const Block* b = head; b != nullptr && b->mapped; b = b->next) {
       memory::BlockInfo info;
@@ -90,7 +98,12 @@ std::string DeviceAllocator::check_invariants() {
   std::lock_guard lock(mutex_);
   std::ostringstream err;
   std::vector<const Block*> blocks = all_blocks();
-  for (const BlockPool* pool : {&small_, &large_}) {
+  std::vector<const BlockPool*> pools{&small_, &large_};
+  for (const auto& [id, pool] : graph_pools_) {
+    pools.push_back(&pool->small);
+    pools.push_back(&pool->large);
+  }
+  for (const BlockPool* pool : pools) {
     blocks.insert(blocks.end(), pool->unmapped.begin(), pool->unmapped.end());
   }
   std::unordered_set<const Block*> seen;

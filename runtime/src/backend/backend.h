@@ -28,6 +28,17 @@ using EventHandle = void*;
 
 enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kDefault };
 
+// cudaStreamCaptureMode and cudaStreamCaptureStatus, same values.
+enum class CaptureMode { kGlobal = 0, kThreadLocal = 1, kRelaxed = 2 };
+enum class CaptureStatus { kNone = 0, kActive = 1, kInvalidated = 2 };
+using GraphHandle = void*;      // cudaGraph_t on cuda
+using GraphExecHandle = void*;  // cudaGraphExec_t on cuda
+
+struct CaptureInfo {
+  CaptureStatus status = CaptureStatus::kNone;
+  std::uint64_t id = 0;  // unique per capture sequence while status is not kNone
+};
+
 struct EventFlags {
   bool enable_timing = false;
   bool blocking = false;
@@ -109,6 +120,24 @@ class Backend {
   virtual void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind kind,
                             StreamHandle stream) = 0;
   virtual void memset_async(int device, void* dst, int value, std::size_t bytes, StreamHandle stream) = 0;
+
+  // CUDA graphs (graphs.h): stream capture, instantiation and launch. While a stream captures,
+  // the work queued on it (kernels, copies, fills, event waits) is recorded into the graph
+  // instead of running. Capture-unsafe calls raise cuda::Error with CUDA's codes
+  // (cudaErrorStreamCaptureUnsupported, ...Implicit, ...Invalidated). end_capture returns the
+  // graph; it throws when the capture was invalidated (the capture is over either way).
+  virtual void stream_begin_capture(int device, StreamHandle stream, CaptureMode mode) = 0;
+  virtual GraphHandle stream_end_capture(int device, StreamHandle stream) = 0;
+  virtual CaptureInfo stream_capture_info(int device, StreamHandle stream) = 0;
+  // cudaThreadExchangeStreamCaptureMode: the calling thread's mode for capture-unsafe calls.
+  virtual CaptureMode exchange_thread_capture_mode(CaptureMode mode) = 0;
+  virtual GraphExecHandle graph_instantiate(int device, GraphHandle graph) = 0;
+  virtual void graph_launch(int device, GraphExecHandle exec, StreamHandle stream) = 0;
+  virtual void graph_destroy(int device, GraphHandle graph) = 0;
+  virtual void graph_exec_destroy(int device, GraphExecHandle exec) = 0;
+  // cudaGraphDebugDotPrint (verbose) to `path`.
+  virtual void graph_debug_dot_print(GraphHandle graph, const std::string& path) = 0;
+  virtual std::size_t graph_node_count(GraphHandle graph) = 0;
 
   // Health figures (NVML on cuda; the simulated device's model on sim).
   virtual DeviceTelemetry telemetry(int device) = 0;

@@ -5,6 +5,7 @@
 #include "cuda_kernels.h"
 
 #include "../nvml/nvml_library.h"
+#include "../nvml/nvml_device_figures.h"
 
 #include "../check.h"
 #include "../runtime_state.h"
@@ -483,6 +484,7 @@ class CudaBackend final : public Backend {
     figures.memory_total_bytes = total_bytes;
     figures.processes = nvml.processes(handle);
     nvml.read_extra_figures(handle, figures);
+    NvmlDeviceFigures::instance().read(handle, figures);
     return figures;
   }
 
@@ -496,6 +498,71 @@ class CudaBackend final : public Backend {
     ScopedDevice on(device);
     CUDASCOPE_CUDA_CHECK(launch_spin_kernel(static_cast<cudaStream_t>(stream), nanoseconds));
     if (launch_blocking()) CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  }
+
+  // CUDA graphs: the runtime API's capture calls. An error ending a capture leaves the
+  // stream out of capture (cudaStreamEndCapture's contract), so the caller can go on.
+  void stream_begin_capture(int device, StreamHandle stream, CaptureMode mode) override {
+    ScopedDevice on(device);
+    CUDASCOPE_CUDA_CHECK(
+        cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), static_cast<cudaStreamCaptureMode>(mode)));
+  }
+
+  GraphHandle stream_end_capture(int device, StreamHandle stream) override {
+    ScopedDevice on(device);
+    cudaGraph_t graph = nullptr;
+    CUDASCOPE_CUDA_CHECK(cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph));
+    return graph;
+  }
+
+  CaptureInfo stream_capture_info(int device, StreamHandle stream) override {
+    ScopedDevice on(device);
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    CUDASCOPE_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, &id));
+    return {static_cast<CaptureStatus>(status), status == cudaStreamCaptureStatusNone ? 0 : id};
+  }
+
+  CaptureMode exchange_thread_capture_mode(CaptureMode mode) override {
+    auto value = static_cast<cudaStreamCaptureMode>(mode);
+    CUDASCOPE_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&value));
+    return static_cast<CaptureMode>(value);
+  }
+
+  // As torch: freed memory of the graph's allocation nodes returns at each launch.
+  GraphExecHandle graph_instantiate(int device, GraphHandle graph) override {
+    ScopedDevice on(device);
+    cudaGraphExec_t exec = nullptr;
+    CUDASCOPE_CUDA_CHECK(cudaGraphInstantiateWithFlags(&exec, static_cast<cudaGraph_t>(graph),
+                                                       cudaGraphInstantiateFlagAutoFreeOnLaunch));
+    return exec;
+  }
+
+  void graph_launch(int device, GraphExecHandle exec, StreamHandle stream) override {
+    ScopedDevice on(device);
+    CUDASCOPE_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream)));
+    if (launch_blocking()) CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  }
+
+  void graph_destroy(int device, GraphHandle graph) override {
+    ScopedDevice on(device);
+    CUDASCOPE_CUDA_CHECK(cudaGraphDestroy(static_cast<cudaGraph_t>(graph)));
+  }
+
+  void graph_exec_destroy(int device, GraphExecHandle exec) override {
+    ScopedDevice on(device);
+    CUDASCOPE_CUDA_CHECK(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec)));
+  }
+
+  void graph_debug_dot_print(GraphHandle graph, const std::string& path) override {
+    CUDASCOPE_CUDA_CHECK(
+        cudaGraphDebugDotPrint(static_cast<cudaGraph_t>(graph), path.c_str(), cudaGraphDebugDotFlagsVerbose));
+  }
+
+  std::size_t graph_node_count(GraphHandle graph) override {
+    std::size_t count = 0;
+    CUDASCOPE_CUDA_CHECK(cudaGraphGetNodes(static_cast<cudaGraph_t>(graph), nullptr, &count));
+    return count;
   }
 
  private:

@@ -2,6 +2,7 @@
 // everything above the Backend seam runs in CI and on machines without a GPU.
 #include "backend.h"
 #include "sim_event.h"
+#include "sim_graphs.h"
 #include "sim_memory.h"
 #include "sim_stream.h"
 
@@ -186,6 +187,7 @@ class SimBackend final : public Backend {
 
   void synchronize_device(int device) override {
     check_device(device, "cudaDeviceSynchronize");
+    graphs_.check_capture_safe(device, "cudaDeviceSynchronize");
     SimDevice& d = devices_[static_cast<std::size_t>(device)];
     std::vector<SimStream*> streams;
     {
@@ -216,12 +218,14 @@ class SimBackend final : public Backend {
 
   void* malloc(int device, std::size_t size) override {
     SimMemory& memory = memory_of(device, "cudaMalloc");
+    graphs_.check_capture_safe(device, "cudaMalloc");
     if (malloc_latency_.count() > 0) std::this_thread::sleep_for(malloc_latency_);
     void* ptr = memory.allocate(size);
     if (ptr != nullptr) observe_device_memory(device, ptr, size, false);
     return ptr;
   }
   void free(int device, void* ptr) override {
+    graphs_.check_capture_safe(device, "cudaFree");
     synchronize_device(device);  // cudaFree synchronises the device
     const std::size_t size = memory_of(device, "cudaFree").release(ptr);
     observe_device_memory(device, ptr, size, true);
@@ -312,17 +316,24 @@ class SimBackend final : public Backend {
     }
   }
 
-  bool stream_query(int device, StreamHandle stream) override { return stream_of(device, stream).query(); }
+  bool stream_query(int device, StreamHandle stream) override {
+    SimStream& s = stream_of(device, stream);
+    graphs_.check_not_capturing(s, "cudaStreamQuery");
+    return s.query();
+  }
   void stream_synchronize(int device, StreamHandle stream) override {
     SimStream& s = stream_of(device, stream);
+    graphs_.check_not_capturing(s, "cudaStreamSynchronize");
     observed_sync(obs::SyncActivity::Type::kStream, device, s.id(), [&] { s.synchronize(); });
   }
 
   void stream_wait_event(int device, StreamHandle stream, EventHandle event) override {
     auto* sim_event = static_cast<SimEvent*>(event);
+    if (graphs_.wait_event(event, stream_of(device, stream))) return;  // a fork or join of a capture
     const std::uint64_t generation = sim_event->issued();
     if (sim_event->state()->reached(generation)) return;
-    stream_of(device, stream).enqueue([state = sim_event->state(), generation] { state->wait_for(generation); });
+    stream_of(device, stream).enqueue([state = sim_event->state(), generation] { state->wait_for(generation); },
+                                      "event wait");
   }
 
   std::pair<int, int> stream_priority_range() override { return {0, -5}; }
@@ -333,10 +344,14 @@ class SimBackend final : public Backend {
     check_device(device, "cudaEventCreateWithFlags");
     return new SimEvent(device, flags.enable_timing, flags.interprocess);
   }
-  void event_destroy(int, EventHandle event) override { delete static_cast<SimEvent*>(event); }
+  void event_destroy(int, EventHandle event) override {
+    graphs_.forget_event(event);
+    delete static_cast<SimEvent*>(event);
+  }
 
   void event_record(int device, EventHandle event, StreamHandle stream) override {
     auto* sim_event = static_cast<SimEvent*>(event);
+    if (graphs_.record_event(event, stream_of(device, stream))) return;  // a point of a capture
     const std::uint64_t generation = sim_event->issue();
     stream_of(device, stream).enqueue([state = sim_event->state(), generation] { state->complete(generation); });
     if (launch_blocking()) stream_of(device, stream).synchronize();
@@ -415,10 +430,10 @@ class SimBackend final : public Backend {
         if (obs::Observer* o = obs::observer()) {
           o->on_copy({observed, device, src_device, dst_device, id, bytes, start, obs::host_time_ns(), correlation});
         }
-      });
+      }, "memcpy");
       observer->on_api_call({"cudaMemcpyAsync", call_start, obs::host_time_ns(), correlation});
     } else {
-      s.enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); });
+      s.enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); }, "memcpy");
     }
     // As CUDA: a copy from or to pageable host memory returns only once the host side is done
     // with (here: once the copy has run), so the caller may reuse or free its buffer.
@@ -436,10 +451,10 @@ class SimBackend final : public Backend {
         if (obs::Observer* o = obs::observer()) {
           o->on_memset({device, id, bytes, value, start, obs::host_time_ns(), correlation});
         }
-      });
+      }, "memset");
       observer->on_api_call({"cudaMemsetAsync", call_start, obs::host_time_ns(), correlation});
     } else {
-      s.enqueue([dst, value, bytes] { std::memset(dst, value, bytes); });
+      s.enqueue([dst, value, bytes] { std::memset(dst, value, bytes); }, "memset");
     }
     if (launch_blocking()) s.synchronize();
   }
@@ -458,10 +473,10 @@ class SimBackend final : public Backend {
           o->on_kernel({tensor_kernel_name(kernel), device, id, start, obs::host_time_ns(), correlation, {grid, 1, 1},
                         {block, 1, 1}, 32, 0, 0});
         }
-      });
+      }, "kernel");
       observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
     } else {
-      s.enqueue([kernel] { run_tensor_kernel_on_host(kernel); });
+      s.enqueue([kernel] { run_tensor_kernel_on_host(kernel); }, "kernel");
     }
     if (launch_blocking()) s.synchronize();
   }
@@ -482,13 +497,39 @@ class SimBackend final : public Backend {
           o->on_kernel({kSpinKernelName, device, id, start, obs::host_time_ns(), correlation, {1, 1, 1}, {1, 1, 1},
                         16, 0, 0});
         }
-      });
+      }, "kernel");
       observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
     } else {
-      s.enqueue(spin);
+      s.enqueue(spin, "kernel");
     }
     if (launch_blocking()) s.synchronize();
   }
+
+  // CUDA graphs (sim_graphs.h).
+  void stream_begin_capture(int device, StreamHandle stream, CaptureMode mode) override {
+    CUDASCOPE_CHECK(stream != nullptr, error_code::kStreamCaptureUnsupported, "cudaStreamBeginCapture",
+                    "the legacy default stream cannot capture");
+    graphs_.begin_capture(device, &stream_of(device, stream), mode);
+  }
+  GraphHandle stream_end_capture(int device, StreamHandle stream) override {
+    return graphs_.end_capture(&stream_of(device, stream));
+  }
+  CaptureInfo stream_capture_info(int device, StreamHandle stream) override {
+    return graphs_.capture_info(&stream_of(device, stream));
+  }
+  CaptureMode exchange_thread_capture_mode(CaptureMode mode) override { return graphs_.exchange_thread_mode(mode); }
+  GraphExecHandle graph_instantiate(int, GraphHandle graph) override { return graphs_.instantiate(graph); }
+  void graph_launch(int device, GraphExecHandle exec, StreamHandle stream) override {
+    SimStream& s = stream_of(device, stream);
+    const std::uint64_t call_start = obs::host_time_ns();
+    graphs_.launch(exec, s);
+    report_api_call("cudaGraphLaunch", call_start);
+    if (launch_blocking()) s.synchronize();
+  }
+  void graph_destroy(int, GraphHandle graph) override { graphs_.destroy_graph(graph); }
+  void graph_exec_destroy(int, GraphExecHandle exec) override { graphs_.destroy_exec(exec); }
+  void graph_debug_dot_print(GraphHandle graph, const std::string& path) override { graphs_.write_dot(graph, path); }
+  std::size_t graph_node_count(GraphHandle graph) override { return graphs_.node_count(graph); }
 
  private:
   struct SimDevice {
@@ -599,6 +640,7 @@ class SimBackend final : public Backend {
   std::atomic<std::int64_t> next_stream_id_{1};
   std::mutex pinned_mutex_;
   std::map<std::uintptr_t, std::size_t> pinned_;  // malloc_host_pinned's blocks
+  SimGraphs graphs_;
 };
 
 }  // namespace

@@ -33,12 +33,40 @@ SimStream::~SimStream() {
   worker_.join();
 }
 
-void SimStream::enqueue(std::function<void()> work) {
+void SimStream::enqueue(std::function<void()> work, const char* label) {
   {
     std::lock_guard lock(mutex_);
+    if (capture_ != nullptr) [[unlikely]] {
+      capture_->append(SimGraphNode{label, std::move(work)}, this);
+      return;
+    }
     queue_.push_back(std::move(work));
   }
   work_ready_.notify_one();
+}
+
+void SimStream::set_capture(SimCapturePtr capture) {
+  std::lock_guard lock(mutex_);
+  capture_ = std::move(capture);
+}
+
+SimCapturePtr SimStream::capture() const {
+  std::lock_guard lock(mutex_);
+  return capture_;
+}
+
+void SimCapture::append(SimGraphNode node, SimStream* from) {
+  std::lock_guard lock(mutex);
+  graph.nodes.push_back(std::move(node));
+  for (auto& [stream, unjoined] : joined) {
+    if (stream == from) unjoined = true;
+  }
+}
+
+void SimCapture::invalidate(const std::string& call) {
+  std::lock_guard lock(mutex);
+  if (!invalidated) invalidated_by = call;
+  invalidated = true;
 }
 
 bool SimStream::query() {

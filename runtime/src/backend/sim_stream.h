@@ -1,6 +1,8 @@
 #pragma once
 // A simulated stream: one worker thread executing queued work in order.
 
+#include "sim_graph.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -18,8 +20,12 @@ class SimStream {
   SimStream(const SimStream&) = delete;
   SimStream& operator=(const SimStream&) = delete;
 
-  // Queues `work`; it runs on the worker after everything queued before it.
-  void enqueue(std::function<void()> work);
+  // Queues `work`; it runs on the worker after everything queued before it. While the
+  // stream captures, `work` becomes a node of the capture's graph (named `label`) instead.
+  void enqueue(std::function<void()> work, const char* label = "work");
+  // Stream capture: the capture this stream records into (nullptr when none).
+  void set_capture(SimCapturePtr capture);
+  SimCapturePtr capture() const;
   bool query();
   void synchronize();
 
@@ -37,7 +43,8 @@ class SimStream {
   const int device_;
   const int priority_;
   const std::int64_t id_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  SimCapturePtr capture_;
   std::condition_variable work_ready_;
   std::condition_variable drained_;
   std::deque<std::function<void()>> queue_;

@@ -40,9 +40,17 @@ inline constexpr int kInitializationError = 3;
 inline constexpr int kNoDevice = 100;
 inline constexpr int kInvalidDevice = 101;
 inline constexpr int kInvalidResourceHandle = 400;
+inline constexpr int kIllegalState = 401;
 inline constexpr int kNotReady = 600;
 inline constexpr int kPeerAccessUnsupported = 217;
 inline constexpr int kNotSupported = 801;
+inline constexpr int kStreamCaptureUnsupported = 900;
+inline constexpr int kStreamCaptureInvalidated = 901;
+inline constexpr int kStreamCaptureUnmatched = 903;
+inline constexpr int kStreamCaptureUnjoined = 904;
+inline constexpr int kStreamCaptureIsolation = 905;
+inline constexpr int kStreamCaptureImplicit = 906;
+inline constexpr int kStreamCaptureWrongThread = 908;
 inline constexpr int kUnknown = 999;
 }  // namespace error_code
 
