@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "runtime_state.h"
+#include "sanitizer/hooks.h"
 #include "tool_loader.h"
 
 #include <pthread.h>
@@ -241,6 +242,7 @@ void synchronize(int device) {
   const int index = detail::resolve_device(device);
   detail::on_synchronizing_call("cudaDeviceSynchronize");
   detail::lazy_backend().synchronize_device(index);
+  if (sanitizer::detail::active()) sanitizer::detail::device_synchronized(index);
 }
 
 std::string get_device_name(int device) { return get_device_properties(device).name; }

@@ -2,8 +2,12 @@
 #include <cudascope/cuda/event.h>
 #include <cudascope/cuda/stream.h>
 
+#include <cudascope/cuda/instrumentation.h>
+
 #include "check.h"
+#include "event_timing.h"
 #include "runtime_state.h"
+#include "sanitizer/hooks.h"
 
 namespace cudascope::cuda {
 
@@ -12,6 +16,7 @@ struct Event::Impl {
   detail::EventHandle handle;
   ~Impl() {
     try {
+      if (sanitizer::detail::active()) sanitizer::detail::event_destroyed(handle);
       detail::lazy_backend().event_destroy(device, handle);
     } catch (...) {
     }
@@ -48,8 +53,11 @@ void Event::ensure_created(int device) {
 void Event::record() { record(current_stream()); }
 
 void Event::record(const Stream& stream) {
+  if (enable_timing_ && instrumentation::observer() != nullptr) detail::prepare_event_timing(stream.device_index());
   ensure_created(stream.device_index());
+  recorded_stream_ = stream.id();
   detail::lazy_backend().event_record(device_, impl_->handle, stream.handle());
+  if (sanitizer::detail::active()) sanitizer::detail::event_recorded(impl_->handle, device_, stream.id());
 }
 
 void Event::wait() { wait(current_stream()); }
@@ -65,6 +73,7 @@ void Event::synchronize() const {
   if (!impl_) return;
   detail::on_synchronizing_call("cudaEventSynchronize");
   detail::lazy_backend().event_synchronize(device_, impl_->handle);
+  if (sanitizer::detail::active()) sanitizer::detail::event_synchronized(impl_->handle);
 }
 
 float Event::elapsed_time(const Event& end) const {
@@ -72,7 +81,9 @@ float Event::elapsed_time(const Event& end) const {
                   "both events must be recorded before elapsed_time()");
   CUDASCOPE_CHECK(enable_timing_ && end.enable_timing_, error_code::kInvalidResourceHandle, "cudaEventElapsedTime",
                   "both events must be created with enable_timing=true");
-  return detail::lazy_backend().event_elapsed_ms(impl_->handle, end.impl_->handle);
+  const float ms = detail::lazy_backend().event_elapsed_ms(impl_->handle, end.impl_->handle);
+  if (instrumentation::observer() != nullptr) detail::report_event_timing(*this, end, ms);
+  return ms;
 }
 
 IpcEventHandle Event::ipc_handle() const {

@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "runtime_state.h"
+#include "sanitizer/hooks.h"
 
 #include <algorithm>
 #include <array>
@@ -89,11 +90,13 @@ bool Stream::query() const { return detail::lazy_backend().stream_query(device_,
 void Stream::synchronize() const {
   detail::on_synchronizing_call("cudaStreamSynchronize");
   detail::lazy_backend().stream_synchronize(device_, handle_);
+  if (sanitizer::detail::active()) sanitizer::detail::stream_synchronized(device_, id_);
 }
 
 void Stream::wait_event(const Event& event) const {
   if (!event.is_created()) return;
   detail::lazy_backend().stream_wait_event(device_, handle_, event.handle());
+  if (sanitizer::detail::active()) sanitizer::detail::event_waited(event.handle(), device_, id_);
 }
 
 void Stream::wait_stream(const Stream& other) const {

@@ -14,6 +14,7 @@
 #include <cudascope/cuda/allocator_config.h>
 #include <cudascope/cuda/nvtx.h>
 #include <cudascope/cuda/random.h>
+#include <cudascope/cuda/sanitizer.h>
 #include <cudascope/cuda/stream.h>
 #include <cudascope/cuda/telemetry.h>
 #include <cudascope/cuda/tensor.h>

@@ -1,4 +1,5 @@
 // Per-device Philox generators (torch's CUDAGeneratorImpl) and the rand/randn factories.
+#include "../tensor/sanitizer_access.h"
 #include "../tensor/storage.h"
 #include "../tensor/tensor_kernels.h"
 
@@ -177,6 +178,7 @@ Tensor draw(std::vector<std::int64_t> sizes, TensorOptions options, detail::Tens
     k.offset = g.offset;
     g.offset += increment;
   }
+  cudascope::detail::declare_accesses(call, out.device(), {}, {{&out, nullptr}});
   cudascope::detail::run_kernel(out.device(), k);
   return out;
 }

@@ -1,6 +1,7 @@
 // cudascope::Tensor: storage, views, factories and reading values back.
 #include "storage.h"
 #include "scalar_convert.h"
+#include "../sanitizer/hooks.h"
 #include "tensor_kernels.h"
 
 #include "../check.h"
@@ -62,13 +63,24 @@ Storage::Storage(Kind kind, int device, std::size_t bytes)
                       "could not allocate " + std::to_string(bytes) + " bytes of host memory");
       break;
   }
+  // The stream sanitizer: a block handed out again starts with no history.
+  if (kind == Kind::kDevice && cuda::sanitizer::detail::active()) cuda::sanitizer::detail::memory_allocated(data_);
 }
 
 Storage::Storage(int device, void* data, std::size_t bytes, std::shared_ptr<void> owner)
-    : kind_(Kind::kDevice), device_(device), bytes_(bytes), data_(data), owner_(std::move(owner)) {}
+    : kind_(Kind::kDevice), device_(device), bytes_(bytes), data_(data), owner_(std::move(owner)) {
+  if (data_ != nullptr && cuda::sanitizer::detail::active()) cuda::sanitizer::detail::memory_allocated(data_);
+}
 
 Storage::~Storage() {
-  if (owner_ || data_ == nullptr) return;  // an owner releases what it owns when dropped
+  if (data_ == nullptr) return;
+  if (kind_ == Kind::kDevice && cuda::sanitizer::detail::active()) {
+    try {
+      cuda::sanitizer::detail::memory_freed(data_);
+    } catch (...) {
+    }
+  }
+  if (owner_) return;  // an owner releases what it owns when dropped
   try {
     if (keeper_) {
       keeper_(data_);  // lent to other processes (ipc.h): the keeper frees it later

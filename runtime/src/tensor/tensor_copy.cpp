@@ -1,5 +1,6 @@
 // Tensor copies: host<->device, device<->device (peer included) and host<->host, stream-ordered
 // on the current stream of the device involved, synchronising as torch's copy_ does.
+#include "sanitizer_access.h"
 #include "storage.h"
 #include "tensor_kernels.h"
 
@@ -28,6 +29,7 @@ cuda::Stream stream_of(const Tensor& t) { return cuda::current_stream(t.device()
 // both are contiguous, the strided-copy kernel otherwise.
 void copy_same_place(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
+  detail::declare_accesses("Tensor::copy_", dst.device(), {{&src, "src"}}, {{&dst, "self"}});
   if (dst.is_contiguous() && src.is_contiguous()) {
     if (dst.device().is_cpu()) {
       std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
@@ -73,6 +75,7 @@ void copy_between_devices(const Tensor& dst, const Tensor& src) {
   cuda::Event dst_ready;
   dst_ready.record(dst_stream);
   dst_ready.wait(src_stream);
+  detail::declare_accesses("Tensor::copy_", source.device(), {{&source, "src"}}, {{&target, "self"}});
   cuda::detail::lazy_backend().memcpy_async(src_stream.device_index(), target.data_ptr(), source.data_ptr(),
                                             target.nbytes(), CopyKind::kDeviceToDevice, src_stream.handle());
   cuda::Event src_ready;
@@ -89,6 +92,11 @@ void copy_host_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const Tensor& device_side = to_device ? dst : src;
   const Tensor& host_side = to_device ? src : dst;
   const cuda::Stream stream = stream_of(device_side);
+  if (to_device) {
+    detail::declare_accesses("Tensor::copy_", dst.device(), {}, {{&dst, "self"}});
+  } else {
+    detail::declare_accesses("Tensor::copy_", src.device(), {{&src, "src"}}, {});
+  }
   cuda::detail::lazy_backend().memcpy_async(stream.device_index(), dst.data_ptr(), src.data_ptr(), dst.nbytes(),
                                             to_device ? CopyKind::kHostToDevice : CopyKind::kDeviceToHost,
                                             stream.handle());
@@ -96,6 +104,7 @@ void copy_host_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
     // torch's memcpy_and_sync: a synchronizing call (sync-debug mode sees it).
     cuda::detail::on_synchronizing_call("cudaStreamSynchronize");
     cuda::detail::lazy_backend().stream_synchronize(stream.device_index(), stream.handle());
+    if (cuda::sanitizer::detail::active()) cuda::sanitizer::detail::stream_synchronized(stream.device_index(), stream.id());
     return;
   }
   // Asynchronous: a pinned block must not be handed out again until the copy is done

@@ -1,5 +1,6 @@
 // fill_, add, sum and cat: each one kernel on the tensor's device (its current stream), or on
 // the calling thread for CPU tensors.
+#include "sanitizer_access.h"
 #include "storage.h"
 #include "tensor_kernels.h"
 
@@ -50,6 +51,7 @@ Tensor& Tensor::fill_(double value) {
   k.out = data_ptr();
   k.value = value;
   k.int_value = static_cast<std::int64_t>(value);
+  detail::declare_accesses("Tensor::fill_", device(), {}, {{this, "self"}});
   detail::run_kernel(device(), k);
   return *this;
 }
@@ -69,6 +71,7 @@ Tensor Tensor::add(const Tensor& other, double alpha) const {
   k.a = a.data_ptr();
   k.b = b.data_ptr();
   k.value = alpha;
+  detail::declare_accesses("Tensor::add", device(), {{&a, "self"}, {&b, "other"}}, {{&out, nullptr}});
   detail::run_kernel(device(), k);
   return out;
 }
@@ -83,6 +86,7 @@ Tensor Tensor::sum() const {
   k.numel = numel();
   k.out = out.data_ptr();
   k.a = a.data_ptr();
+  detail::declare_accesses("Tensor::sum", device(), {{&a, "self"}}, {{&out, nullptr}});
   detail::run_kernel(device(), k);
   return out;
 }

@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 
 namespace cudascope::cuda {
 
@@ -35,6 +37,14 @@ class Event {
   float elapsed_time(const Event& end) const;
   IpcEventHandle ipc_handle() const;
 
+  // A name for the time this event starts: elapsed_time(end) reports the span under it to
+  // the profiler (a range on the stream in the trace, a duration histogram in metrics).
+  // Unnamed spans are reported too, as "event timing".
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& name() const noexcept { return name_; }
+  // The stream of the last record(); -1 before the first.
+  std::int64_t recorded_stream() const noexcept { return recorded_stream_; }
+
   bool is_created() const noexcept;
   int device_index() const noexcept { return device_; }
   void* handle() const noexcept;
@@ -46,6 +56,8 @@ class Event {
   bool blocking_;
   bool interprocess_;
   int device_ = -1;
+  std::int64_t recorded_stream_ = -1;
+  std::string name_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -110,6 +110,20 @@ struct NvtxEvent {
   std::uint64_t time_ns;
 };
 
+// Event::elapsed_time(start, end): the span between the two records on the device, reported
+// when elapsed_time computes it. Times are host_time_ns(): the end is placed through a
+// reference event recorded on the device when timing began (float milliseconds, so its
+// placement is exact to ~0.1 ms per hour the process has run), the start at the end less the
+// elapsed time. `name` is the start event's name (nullptr when it has none), valid only
+// during the call.
+struct EventTiming {
+  const char* name;
+  int device;
+  std::int64_t stream_id;  // the stream the start event was recorded on
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+};
+
 // Methods other than on_allocator_event have empty defaults, so an observer overrides
 // only what it records.
 class Observer {
@@ -123,6 +137,7 @@ class Observer {
   virtual void on_api_call(const ApiCall&) {}
   virtual void on_nvtx(const NvtxEvent&) {}
   virtual void on_device_memory(const DeviceMemoryActivity&) {}
+  virtual void on_event_timing(const EventTiming&) {}
 };
 
 namespace detail {
