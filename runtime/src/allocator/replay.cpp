@@ -1,6 +1,7 @@
 // Replaying allocation sequences recorded with PyTorch, to compare memory_stats key by
 // key (cudascope replay, and the fidelity tests).
 #include "caching_allocator.h"
+#include "replay_session.h"
 #include "whole_file.h"
 
 #include "../check.h"
@@ -168,71 +169,37 @@ FlatObject read_header(LineReader& lines) {
 
 namespace {
 
-// The ops after the header, through the caching allocator of `device`.
+// The ops after the header, through the caching allocator of `device` (replay_session.h).
 std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObject& header, int device) {
   const std::string& name = lines.name();
-  CUDASCOPE_CHECK(detail::alloc::live_allocations(device) == 0, error_code::kInvalidValue, "replay",
-                  name + ": device " + std::to_string(device) + " has live allocations; a replay needs a clean allocator");
+  const AllocatorConfig config = AllocatorConfig::parse(header.has("conf") ? header.text("conf") : "", name + " conf");
+  std::optional<std::size_t> limit;
+  if (header.has("memory_limit")) limit = static_cast<std::size_t>(header.number("memory_limit"));
+  ReplaySession session(device, config, limit, name);
   std::string line;
-  const AllocatorConfig saved = allocator_settings();
-  std::unordered_map<std::int64_t, void*> live;
-  auto cleanup = [&] {
-    for (auto& [id, ptr] : live) caching_allocator_delete(ptr);
-    live.clear();
-    empty_cache();
-    detail::alloc::set_config(saved);
-    detail::alloc::clear_memory_limit(device);
-    reset_accumulated_memory_stats(device);
-    reset_peak_memory_stats(device);
-  };
-  std::map<std::string, std::int64_t> result;
-  try {
-    // A fresh allocator: nothing cached (released under the configuration that cached it,
-    // since oversize counts depend on max_split_size), counters at zero.
-    empty_cache();
-    detail::alloc::set_config(AllocatorConfig::parse(header.has("conf") ? header.text("conf") : "", name + " conf"));
-    reset_accumulated_memory_stats(device);
-    reset_peak_memory_stats(device);
-    if (header.has("memory_limit")) set_per_process_memory_limit(static_cast<std::size_t>(header.number("memory_limit")), device);
-    std::vector<Stream> streams{current_stream(device)};
-    while (lines.next(line)) {
-      if (line.empty()) continue;
-      const FlatObject op(line, lines.where(lines.line_number()));
-      const std::string& kind = op.text("op");
-      if (kind == "alloc") {
-        const std::int64_t s = op.has("stream") ? op.number("stream") : 0;
-        if (s < 0 || s > 64) op.fail("stream index out of range");
-        while (streams.size() <= static_cast<std::size_t>(s)) streams.emplace_back(device);
-        try {
-          void* ptr = caching_allocator_alloc(static_cast<std::size_t>(op.number("size")), device,
-                                              streams[static_cast<std::size_t>(s)]);
-          live[op.number("id")] = ptr;
-        } catch (const OutOfMemoryError&) {
-          // Recorded sequences include allocations that fail under a memory limit.
-        }
-      } else if (kind == "free") {
-        auto it = live.find(op.number("id"));
-        if (it != live.end()) {
-          caching_allocator_delete(it->second);
-          live.erase(it);
-        }
-      } else if (kind == "empty_cache") {
-        empty_cache();
-      } else if (kind == "reset_peak") {
-        reset_peak_memory_stats(device);
-      } else if (kind == "reset_accumulated") {
-        reset_accumulated_memory_stats(device);
-      } else {
-        op.fail("unknown op \"" + kind + "\"; valid: alloc, free, empty_cache, reset_peak, reset_accumulated");
-      }
+  while (lines.next(line)) {
+    if (line.empty()) continue;
+    const FlatObject op(line, lines.where(lines.line_number()));
+    const std::string& kind = op.text("op");
+    if (kind == "alloc") {
+      const std::int64_t s = op.has("stream") ? op.number("stream") : 0;
+      if (s < 0 || s > 64) op.fail("stream index out of range");
+      // Recorded sequences include allocations that fail under a memory limit.
+      session.alloc(static_cast<std::uint64_t>(op.number("id")), static_cast<std::size_t>(op.number("size")),
+                    static_cast<std::size_t>(s));
+    } else if (kind == "free") {
+      session.free(static_cast<std::uint64_t>(op.number("id")));
+    } else if (kind == "empty_cache") {
+      session.empty_cache();
+    } else if (kind == "reset_peak") {
+      session.reset_peak();
+    } else if (kind == "reset_accumulated") {
+      session.reset_accumulated();
+    } else {
+      op.fail("unknown op \"" + kind + "\"; valid: alloc, free, empty_cache, reset_peak, reset_accumulated");
     }
-    result = memory_stats(device);
-  } catch (...) {
-    cleanup();
-    throw;
   }
-  cleanup();
-  return result;
+  return memory_stats(device);
 }
 
 }  // namespace

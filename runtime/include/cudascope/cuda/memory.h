@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <istream>
 #include <map>
 #include <optional>
@@ -233,6 +234,43 @@ std::map<std::string, std::int64_t> replay_file(const std::string& path);
 // cudaMallocs than the recording: the addresses belong to another sequence or run).
 std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
                                                                const std::string& addresses_path);
+
+// One request of an allocation sequence held in memory (replay_requests): what a recorded
+// trace asked of the allocator, with the allocator's own decisions (segments) left out.
+struct ReplayRequest {
+  enum class Kind : std::uint8_t { alloc, free, empty_cache };
+  Kind kind = Kind::alloc;
+  std::uint8_t stream = 0;  // 0: the current stream; 1..64 side streams, created on first use
+  std::uint64_t id = 0;     // pairs a free with its alloc
+  std::size_t size = 0;     // alloc: the requested bytes (before rounding)
+};
+
+// What replay_requests saw: memory_stats() at the end (peaks included) and the state right
+// after the request that first reached the peak reserved bytes.
+struct ReplayOutcome {
+  std::map<std::string, std::int64_t> stats;
+  std::size_t peak_request = 0;  // index of that request
+  std::int64_t peak_reserved = 0;
+  std::int64_t allocated_at_peak = 0;
+  std::int64_t inactive_at_peak = 0;  // reserved - active: cached, free
+  std::int64_t largest_free_block_at_peak = 0;
+  std::vector<std::size_t> oom_requests;  // allocs that ran out of memory (skipped, as failed)
+};
+
+// How replay_requests runs.
+struct ReplayRequestsOptions {
+  std::string conf;  // PYTORCH_CUDA_ALLOC_CONF syntax; "" for the defaults
+  std::optional<std::size_t> memory_limit;  // a cap on reserved bytes, as a memory fraction
+  std::string name = "replay";              // names the sequence in errors
+  // Called with the number of requests done, about every 64Ki requests and at the end.
+  std::function<void(std::size_t)> progress;
+};
+
+// Replays `requests` as replay() does (a fresh allocator on the current device, which must
+// have no live allocations; the configuration checked first), then restores the
+// configuration and frees what is left. Throws cuda::Error naming options.name for a bad
+// configuration.
+ReplayOutcome replay_requests(const std::vector<ReplayRequest>& requests, const ReplayRequestsOptions& options);
 
 }  // namespace memory
 
