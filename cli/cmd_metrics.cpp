@@ -4,6 +4,7 @@
 #include <cudascope/cuda/device.h>
 #include <cudascope/metrics/metrics.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@ struct MetricsFlags {
   std::vector<int> devices;
   std::string job;
   std::string bind = "127.0.0.1:9400";
+  int health_interval_ms = 0;  // serve: 1000 unless given
 };
 
 cudascope::metrics::MetricsOptions options_from(const MetricsFlags& flags) {
@@ -27,6 +29,7 @@ cudascope::metrics::MetricsOptions options_from(const MetricsFlags& flags) {
   options.device_health = !flags.no_health;
   options.devices = flags.devices;
   options.job = flags.job;
+  options.health_interval = std::chrono::milliseconds(flags.health_interval_ms);
   return options;
 }
 
@@ -88,6 +91,12 @@ CUDASCOPE_COMMAND(serve, 61) {
   static MetricsFlags flags;
   CLI::App* sub = app.add_subcommand("serve", "Serve device metrics for Prometheus at http://BIND/metrics");
   sub->add_option("--bind", flags.bind, "address:port to listen on (port 0 picks one; 0.0.0.0:PORT exposes it to the network)")->capture_default_str();
+  flags.health_interval_ms = 1000;
+  sub->add_option("--health-interval-ms", flags.health_interval_ms,
+                  "How often a background thread reads device health; scrapes show the latest reading, so a "
+                  "scrape costs no NVML call (0: read at each scrape)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   add_common_flags(sub, flags);
   sub->callback([] { serve(flags); });
 }

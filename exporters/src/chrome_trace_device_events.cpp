@@ -126,6 +126,21 @@ void ChromeTraceWriter::device_memory(const Record& r) {
   end_event();
 }
 
+// Event::elapsed_time's span: a complete event on the start event's stream row, named after
+// the start event.
+void ChromeTraceWriter::event_timing(const Record& r) {
+  device_track(r.device, r.stream);
+  const char* name = r.u.event_timing.name != nullptr ? r.u.event_timing.name : "event timing";
+  common("X", name, "event_timing", r.device, r.stream, r.start_ns);
+  duration(r);
+  buffer_ += ",\"args\":{\"device\":";
+  append_int(buffer_, r.device);
+  buffer_ += ",\"stream\":";
+  append_int(buffer_, r.stream);
+  buffer_ += '}';
+  end_event();
+}
+
 void ChromeTraceWriter::overhead(const Record& r) {
   const bool on_thread = r.thread_id != detail::kDeviceSide;
   if (on_thread) host_thread(r.thread_id);

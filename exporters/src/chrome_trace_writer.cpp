@@ -199,6 +199,7 @@ void ChromeTraceWriter::write_record(const Record& r, const Record* next, std::s
     case RecordKind::kNvtxRangeEnd: nvtx_range_end(r); break;
     case RecordKind::kAllocator: allocator(r); break;
     case RecordKind::kDeviceMemory: device_memory(r); break;
+    case RecordKind::kEventTiming: event_timing(r); break;
     case RecordKind::kOverhead: overhead(r); break;
     case RecordKind::kDevice: device_info(r); break;
     case RecordKind::kStream: stream_info(r); break;

@@ -50,6 +50,7 @@ const char* to_string(RecordKind kind) noexcept {
     case RecordKind::kDropped: return "dropped";
     case RecordKind::kText: return "text";
     case RecordKind::kDeviceMemory: return "device_memory";
+    case RecordKind::kEventTiming: return "event_timing";
   }
   return "?";
 }

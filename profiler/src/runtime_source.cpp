@@ -150,6 +150,16 @@ void RuntimeSource::on_api_call(const ins::ApiCall& call) {
   buffers().emit(r);
 }
 
+// Event timings are the program's own annotations of its streams, recorded with NVTX's.
+void RuntimeSource::on_event_timing(const ins::EventTiming& timing) {
+  if (!activities_.contains(Activity::kNvtx)) return;
+  describe_device(timing.device);
+  Record r = make_device_record(RecordKind::kEventTiming, timing.device, timing.stream_id, timing.start_ns,
+                                timing.end_ns, 0);
+  r.u.event_timing.name = timing.name != nullptr ? intern(timing.name) : nullptr;
+  buffers().emit(r);
+}
+
 void RuntimeSource::on_nvtx(const ins::NvtxEvent& event) {
   if (!activities_.contains(Activity::kNvtx) || nvtx_injection_active()) return;
   switch (event.type) {

@@ -27,6 +27,7 @@ class RuntimeSource final : public cuda::instrumentation::Observer {
   void on_api_call(const cuda::instrumentation::ApiCall& call) override;
   void on_nvtx(const cuda::instrumentation::NvtxEvent& event) override;
   void on_device_memory(const cuda::instrumentation::DeviceMemoryActivity& memory) override;
+  void on_event_timing(const cuda::instrumentation::EventTiming& timing) override;
 
  private:
   // The first record of a device is preceded by a kDevice record with its properties.

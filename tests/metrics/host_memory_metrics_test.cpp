@@ -9,8 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -115,9 +118,13 @@ TEST(HostMemoryMetricsTest, ServedOverHttpAndAcceptedByPromtool) {
   const auto samples = parse_exposition(*body);
   EXPECT_GE(find_sample(samples, "cudascope_host_memory_reserved_bytes", {}).value_or(0), 4096.0 + (1 << 20));
   if (!cudascope::testing::have_promtool()) GTEST_SKIP() << "no promtool on PATH (Debian package prometheus)";
-  char pattern[] = "/tmp/cudascope-host-metrics-XXXXXX";
-  const std::string dir = mkdtemp(pattern);
+  // A fresh directory under TMPDIR (where the caller wants temporary files), removed after.
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string dir = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/cudascope-host-metrics-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr) << dir << ": " << std::strerror(errno);
   std::ofstream(dir + "/metrics.txt") << *body;
-  const int status = std::system(("promtool check metrics < " + dir + "/metrics.txt").c_str());
+  const int status = std::system(("promtool check metrics < '" + dir + "/metrics.txt'").c_str());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "promtool rejected " << dir << "/metrics.txt";
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }

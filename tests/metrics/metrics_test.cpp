@@ -80,6 +80,18 @@ std::string live_metrics_text() {
   return live.render();
 }
 
+// A device's telemetry with every figure NVML can give present.
+cuda::DeviceTelemetry every_device_figure() {
+  cuda::DeviceTelemetry t = cuda::device_telemetry(0);
+  t.memory_temperature_celsius = 45;
+  t.memory_reserved_bytes = 1 << 29;
+  t.nvlink_tx_bytes = t.nvlink_rx_bytes = 1 << 20;
+  t.xid_errors = cuda::DeviceTelemetry::XidErrors{{{79, 1}}, 0, 79};
+  t.process_utilization = std::vector<cuda::DeviceTelemetry::ProcessUtilization>{{1, 50, 20}};
+  t.gpm_sm_active_percent = t.gpm_sm_occupancy_percent = t.gpm_tensor_active_percent = t.gpm_dram_bandwidth_percent = 50;
+  return t;
+}
+
 int run_command(const std::string& command) {
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -336,6 +348,11 @@ TEST(GrafanaDashboardTest, EveryMetricItQueriesIsExported) {
   std::set<std::string> exported;
   for (const auto& sample : parse_exposition(metrics::render_metrics())) exported.insert(sample.name);
   for (const auto& sample : parse_exposition(live_metrics_text())) exported.insert(sample.name);
+  // Figures only a GPU gives (NVML on Hopper: GPM, NVLink, XID events), as the exporter
+  // formats them when the device reports them.
+  for (const auto& sample : parse_exposition(metrics::render_device_health(every_device_figure()))) {
+    exported.insert(sample.name);
+  }
   const std::regex metric_name("cudascope_[a-z_]+");
   std::size_t checked = 0;
   for (const std::string& query : cudascope::testing::dashboard_queries(CUDASCOPE_DASHBOARD_PATH)) {

@@ -1,5 +1,6 @@
 #include <cudascope/metrics/metrics.h>
 
+#include "health_families.h"
 #include "http_server.h"
 #include "runtime_collector.h"
 
@@ -17,6 +18,13 @@ std::string render_metrics(const MetricsOptions& options) {
   check_devices(options);
   const detail::RuntimeCollector collector(options);
   return prometheus::TextSerializer().Serialize(collector.Collect());
+}
+
+std::string render_device_health(const cuda::DeviceTelemetry& figures, int device) {
+  detail::Families families;
+  detail::add_health(families, device, figures, {{"device", std::to_string(device)}, {"host", detail::host_name()}},
+                     /*log_absent=*/false);
+  return prometheus::TextSerializer().Serialize(families.take());
 }
 
 struct MetricsServer::Impl {

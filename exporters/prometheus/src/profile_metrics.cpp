@@ -165,6 +165,7 @@ struct ProfileMetrics::State {
       : options(std::move(o)),
         kernels(options.top_names, kMaxTrackedNames),
         ranges(options.top_names, kMaxTrackedNames),
+        event_timings(options.top_names, kMaxTrackedNames),
         names(kMaxTrackedNames),
         domains(kMaxDomains) {
     constant.push_back({"host", options.labels.host});
@@ -180,6 +181,7 @@ struct ProfileMetrics::State {
   std::mutex mutex;
   detail::TopNames<std::uint64_t, Totals> kernels;
   detail::TopNames<std::uint64_t, Durations> ranges;  // key: domain << 32 | name
+  detail::TopNames<std::uint32_t, Durations> event_timings;  // key: the start event's name
   Interner names;    // kernel and range names
   Interner domains;  // NVTX domains
   std::unordered_map<const char*, std::uint32_t> kernel_ids;
@@ -323,6 +325,10 @@ struct ProfileMetrics::State {
           peak = std::max(peak, current);
           break;
         }
+        case RecordKind::kEventTiming:
+          event_timings.add(names.id(label_text(r.u.event_timing.name != nullptr ? r.u.event_timing.name : "")), 0,
+                            Durations::one(duration));
+          break;
         case RecordKind::kDropped:
           (r.detail == static_cast<std::uint8_t>(profiler::DropSource::kCupti) ? dropped_cupti : dropped_buffer) =
               r.u.dropped.total;
@@ -396,6 +402,7 @@ struct ProfileMetrics::State {
           static_cast<double>(t.ns) * kNs);
     }
     render_ranges(f);
+    render_event_timings(f);
     auto held_memory = device_memory;
     held_memory.insert(memory.begin(), memory.end());  // keeps the device's own figures where both exist
     for (const auto& [device, held] : held_memory) {
@@ -417,23 +424,41 @@ struct ProfileMetrics::State {
     return prometheus::TextSerializer().Serialize(f.all());
   }
 
+  static ClientMetric histogram_of(Labels labels, const Durations& d) {
+    ClientMetric metric;
+    metric.label = std::move(labels);
+    metric.histogram.sample_count = d.count;
+    metric.histogram.sample_sum = static_cast<double>(d.ns) * kNs;
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < kRangeBuckets.size(); ++i) {
+      cumulative += d.buckets[i];
+      metric.histogram.bucket.push_back({cumulative, kRangeBuckets[i]});
+    }
+    metric.histogram.bucket.push_back({d.count, std::numeric_limits<double>::infinity()});
+    return metric;
+  }
+
+  // Event::elapsed_time spans by the start event's name ("" when unnamed), bounded as kernels.
+  void render_event_timings(Families& f) {
+    MetricFamily& family = f.get("cudascope_event_duration_seconds",
+                                 "Event::elapsed_time spans, by the start event's name (top names by time; the rest as "
+                                 "other; \"\" for unnamed events).",
+                                 MetricType::Histogram);
+    event_timings.render(
+        [&](std::uint32_t name, const Durations& d) {
+          family.metric.push_back(histogram_of(with(constant, {{"event", names.name(name)}}), d));
+        },
+        [&](std::int64_t, const Durations& d) {
+          family.metric.push_back(histogram_of(with(constant, {{"event", "other"}}), d));
+        });
+    if (family.metric.empty()) f.all().erase(f.all().begin() + (&family - f.all().data()));
+  }
+
   void render_ranges(Families& f) {
     MetricFamily& family = f.get("cudascope_nvtx_range_duration_seconds",
                                  "NVTX range durations, by domain and name (top names by time; the rest as other).",
                                  MetricType::Histogram);
-    const auto histogram = [&](Labels labels, const Durations& d) {
-      ClientMetric metric;
-      metric.label = std::move(labels);
-      metric.histogram.sample_count = d.count;
-      metric.histogram.sample_sum = static_cast<double>(d.ns) * kNs;
-      std::uint64_t cumulative = 0;
-      for (std::size_t i = 0; i < kRangeBuckets.size(); ++i) {
-        cumulative += d.buckets[i];
-        metric.histogram.bucket.push_back({cumulative, kRangeBuckets[i]});
-      }
-      metric.histogram.bucket.push_back({d.count, std::numeric_limits<double>::infinity()});
-      family.metric.push_back(std::move(metric));
-    };
+    const auto histogram = [&](Labels labels, const Durations& d) { family.metric.push_back(histogram_of(std::move(labels), d)); };
     ranges.render(
         [&](std::uint64_t key, const Durations& d) {
           histogram(with(constant, {{"domain", domains.name(static_cast<std::uint32_t>(key >> 32))},

@@ -1,5 +1,7 @@
 #include "runtime_collector.h"
 
+#include "health_families.h"
+
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/host_memory.h>
@@ -20,35 +22,8 @@
 namespace cudascope::metrics::detail {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-
-// Families in a fixed order, each filled as devices are visited.
-class Families {
- public:
-  MetricFamily& get(const std::string& name, const std::string& help, MetricType type) {
-    auto found = index_.find(name);
-    if (found != index_.end()) return families_[found->second];
-    index_.emplace(name, families_.size());
-    families_.push_back(MetricFamily{name, help, type, {}});
-    return families_.back();
-  }
-  std::vector<MetricFamily> take() { return std::move(families_); }
-
- private:
-  std::map<std::string, std::size_t> index_;
-  std::vector<MetricFamily> families_;
-};
-
-void add(Families& families, const std::string& name, const std::string& help, MetricType type,
-         std::vector<prometheus::ClientMetric::Label> labels, double value) {
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  if (type == MetricType::Counter) metric.counter.value = value;
-  else metric.gauge.value = value;
-  families.get(name, help, type).metric.push_back(std::move(metric));
-}
 
 }  // namespace
 
@@ -130,7 +105,7 @@ double fragmentation(const cuda::AllocatorStats& stats) {
 }
 
 void collect_allocator(Families& families, const MetricsOptions& options, int device, const cuda::AllocatorStats& stats,
-                       const std::vector<prometheus::ClientMetric::Label>& base) {
+                       const Labels& base) {
   for (const PoolFigure& figure : kPoolFigures) {
     for (int pool = 0; pool < 3; ++pool) {
       auto labels = base;
@@ -193,7 +168,7 @@ const HostFigure kHostFigures[] = {
      "Time spent returning pinned memory since the last reset.", MetricType::Counter, 1e-6},
 };
 
-void collect_host_allocator(Families& families, const std::vector<prometheus::ClientMetric::Label>& labels) {
+void collect_host_allocator(Families& families, const Labels& labels) {
   const std::map<std::string, std::int64_t> stats = cuda::host_memory_stats();
   for (const HostFigure& figure : kHostFigures) {
     add(families, figure.metric, figure.help, figure.type, labels, static_cast<double>(stats.at(figure.key)) * figure.scale);
@@ -206,121 +181,18 @@ bool used(const cuda::AllocatorStats& stats) {
          stats.segment[cuda::kPoolAll].allocated > 0;
 }
 
-// NVML's clock event (throttle) reason bits, one 0/1 series each.
-constexpr std::pair<std::uint64_t, const char*> kClockEventReasons[] = {
-    {0x1, "gpu_idle"},           {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"},
-    {0x8, "hw_slowdown"},        {0x10, "sync_boost"},                 {0x20, "sw_thermal_slowdown"},
-    {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"},  {0x100, "display_clock_setting"},
-};
-
-// A figure the device does not report is left out (absent, not zero); on a real device the
-// log says so once per device and figure.
-void absent(int device, const char* figure) {
-  static std::mutex mutex;
-  static std::set<std::pair<int, std::string>> said;
-  if (cuda::backend_name() != "cuda") return;  // the simulated device models only the basic figures
-  std::lock_guard lock(mutex);
-  if (!said.insert({device, figure}).second) return;
-  std::fprintf(stderr, "cudascope: device %d: NVML does not report %s here (driver or device lacks it); left out\n",
-               device, figure);
-}
-
-// The figures beyond torch.cuda's (dcgm-exporter's default set).
-void collect_extra_health(Families& families, int device, const cuda::DeviceTelemetry& h,
-                          const std::vector<prometheus::ClientMetric::Label>& base) {
-  const auto gauge = [&](const char* name, const char* help, const auto& value, double scale, const char* what,
-                         std::initializer_list<prometheus::ClientMetric::Label> extra = {}) {
-    if (!value) return absent(device, what);
-    auto labels = base;
-    labels.insert(labels.end(), extra.begin(), extra.end());
-    add(families, name, help, MetricType::Gauge, labels, static_cast<double>(*value) * scale);
-  };
-  const auto counter = [&](const char* name, const char* help, const auto& value, const char* what,
-                           std::initializer_list<prometheus::ClientMetric::Label> extra = {}) {
-    if (!value) return absent(device, what);
-    auto labels = base;
-    labels.insert(labels.end(), extra.begin(), extra.end());
-    add(families, name, help, MetricType::Counter, labels, static_cast<double>(*value));
-  };
-  gauge("cudascope_gpu_memory_clock_hertz", "Memory clock.", h.memory_clock_mhz, 1e6, "the memory clock");
-  gauge("cudascope_gpu_power_limit_watts", "Enforced power limit.", h.power_limit_milliwatts, 1e-3, "the power limit");
-  if (h.clock_event_reasons) {
-    for (const auto& [bit, reason] : kClockEventReasons) {
-      const std::optional<int> active = (*h.clock_event_reasons & bit) != 0 ? 1 : 0;
-      gauge("cudascope_gpu_clock_event_active", "1 while this reason holds the clocks down (NVML clock event reasons).",
-            active, 1.0, "clock event reasons", {{"reason", reason}});
-    }
-  } else {
-    absent(device, "clock event reasons");
-  }
-  const char* pcie_help = "PCIe throughput over NVML's last ~20 ms sample.";
-  gauge("cudascope_gpu_pcie_throughput_bytes_per_second", pcie_help, h.pcie_tx_bytes_per_second, 1.0, "PCIe throughput",
-        {{"direction", "tx"}});
-  gauge("cudascope_gpu_pcie_throughput_bytes_per_second", pcie_help, h.pcie_rx_bytes_per_second, 1.0, "PCIe throughput",
-        {{"direction", "rx"}});
-  counter("cudascope_gpu_pcie_replays_total", "PCIe replays since the driver loaded.", h.pcie_replays, "PCIe replays");
-  gauge("cudascope_gpu_encoder_utilization_ratio", "Video encoder utilization.", h.encoder_utilization_percent, 0.01,
-        "encoder utilization");
-  gauge("cudascope_gpu_decoder_utilization_ratio", "Video decoder utilization.", h.decoder_utilization_percent, 0.01,
-        "decoder utilization");
-  const char* ecc_help = "ECC errors over the device's life.";
-  counter("cudascope_gpu_ecc_errors_total", ecc_help, h.ecc_corrected_errors, "ECC errors", {{"type", "corrected"}});
-  counter("cudascope_gpu_ecc_errors_total", ecc_help, h.ecc_uncorrected_errors, "ECC errors", {{"type", "uncorrected"}});
-  const char* rows_help = "Memory rows remapped, by the kind of error that caused it.";
-  gauge("cudascope_gpu_remapped_rows", rows_help, h.remapped_rows_correctable, 1.0, "remapped rows",
-        {{"cause", "correctable"}});
-  gauge("cudascope_gpu_remapped_rows", rows_help, h.remapped_rows_uncorrectable, 1.0, "remapped rows",
-        {{"cause", "uncorrectable"}});
-  gauge("cudascope_gpu_row_remap_pending", "1 when a row remap waits for the next GPU reset.", h.row_remap_pending, 1.0,
-        "remapped rows");
-  gauge("cudascope_gpu_row_remap_failed", "1 when a row remap has failed.", h.row_remap_failed, 1.0, "remapped rows");
-}
-
-void collect_health(Families& families, int device, const std::vector<prometheus::ClientMetric::Label>& base) {
-  cuda::DeviceTelemetry health;
-  try {
-    health = cuda::device_telemetry(device);
-  } catch (const cuda::Error& e) {
+// Device health: from the sampler's latest reading when there is one, else read now.
+void collect_health(Families& families, int device, const Labels& base, const HealthSampler* sampler) {
+  HealthSampler::Reading reading = sampler != nullptr ? sampler->latest(device) : HealthSampler::read(device);
+  if (!reading.figures) {
     // No NVML: the allocator and info families still report; the health ones are absent
     // (not zero), and the log says why once.
     static std::once_flag said;
-    std::call_once(said, [&] { std::fprintf(stderr, "cudascope: no device health metrics: %s\n", e.what()); });
+    std::call_once(said, [&] { std::fprintf(stderr, "cudascope: no device health metrics: %s\n", reading.error.c_str()); });
     return;
   }
-  auto gauge = [&](const char* name, const char* help, double value) {
-    add(families, name, help, MetricType::Gauge, base, value);
-  };
-  if (health.utilization_percent) {
-    gauge("cudascope_gpu_utilization_ratio", "Share of the last sample period a kernel was running.",
-          *health.utilization_percent / 100.0);
-  }
-  if (health.memory_utilization_percent) {
-    gauge("cudascope_gpu_memory_utilization_ratio", "Share of the last sample period device memory was busy.",
-          *health.memory_utilization_percent / 100.0);
-  }
-  if (health.temperature_celsius) {
-    gauge("cudascope_gpu_temperature_celsius", "GPU temperature.", *health.temperature_celsius);
-  }
-  if (health.power_milliwatts) gauge("cudascope_gpu_power_watts", "Power draw.", *health.power_milliwatts / 1000.0);
-  if (health.sm_clock_mhz) gauge("cudascope_gpu_sm_clock_hertz", "SM clock.", *health.sm_clock_mhz * 1e6);
-  if (health.energy_millijoules) {
-    add(families, "cudascope_gpu_energy_joules_total", "Energy used since the driver loaded.", MetricType::Counter,
-        base, static_cast<double>(*health.energy_millijoules) / 1000.0);
-  }
-  gauge("cudascope_gpu_memory_used_bytes", "Device memory in use by all processes.",
-        static_cast<double>(health.memory_used_bytes));
-  gauge("cudascope_gpu_memory_total_bytes", "Device memory.", static_cast<double>(health.memory_total_bytes));
-  collect_extra_health(families, device, health, base);
-  gauge("cudascope_gpu_memory_free_bytes", "Device memory not in use by any process.",
-        static_cast<double>(health.memory_total_bytes - std::min(health.memory_used_bytes, health.memory_total_bytes)));
-  gauge("cudascope_gpu_processes", "Processes using the device.", static_cast<double>(health.processes.size()));
-  // One series per process on the device (bounded by the processes that fit on it).
-  for (const cuda::GpuProcess& process : health.processes) {
-    auto labels = base;
-    labels.push_back({"pid", std::to_string(process.pid)});
-    add(families, "cudascope_gpu_process_memory_bytes", "Device memory a process uses (NVML's process query).",
-        MetricType::Gauge, labels, static_cast<double>(process.used_memory_bytes));
-  }
+  // The simulated device models only the basic figures: the rest is absent without a word.
+  add_health(families, device, *reading.figures, base, /*log_absent=*/cuda::backend_name() == "cuda");
 }
 
 }  // namespace
@@ -337,6 +209,13 @@ RuntimeCollector::RuntimeCollector(MetricsOptions options) : options_(std::move(
   }
   const std::string job = options_.process ? process.job : options_.job;
   if (!job.empty()) constant_labels_.push_back({"job", job});
+  if (options_.device_health && !options_.process && options_.health_interval.count() > 0 && cuda::is_available()) {
+    std::vector<int> devices = options_.devices;
+    if (devices.empty()) {
+      for (int i = 0; i < cuda::device_count(); ++i) devices.push_back(i);
+    }
+    sampler_ = std::make_unique<HealthSampler>(std::move(devices), options_.health_interval);
+  }
 }
 
 std::vector<MetricFamily> RuntimeCollector::Collect() const {
@@ -352,7 +231,7 @@ std::vector<MetricFamily> RuntimeCollector::Collect() const {
     if (options_.allocator || options_.process) stats = cuda::allocator_stats(device);
     if (options_.process && options_.devices.empty() && !used(stats)) continue;
     const cuda::DeviceProperties props = cuda::get_device_properties(device);
-    std::vector<prometheus::ClientMetric::Label> base{{"device", std::to_string(device)}, {"uuid", props.uuid_string()}};
+    Labels base{{"device", std::to_string(device)}, {"uuid", props.uuid_string()}};
     base.insert(base.end(), constant_labels_.begin(), constant_labels_.end());
     auto info = base;
     info.push_back({"name", props.name});
@@ -361,7 +240,7 @@ std::vector<MetricFamily> RuntimeCollector::Collect() const {
     add(families, "cudascope_device_info", "The device, with its name, capability and backend as labels.",
         MetricType::Gauge, info, 1.0);
     if (options_.allocator) collect_allocator(families, options_, device, stats, base);
-    if (options_.device_health && !options_.process) collect_health(families, device, base);
+    if (options_.device_health && !options_.process) collect_health(families, device, base, sampler_.get());
   }
   // In process mode only once the program has used pinned memory, as devices it never used
   // are left out.

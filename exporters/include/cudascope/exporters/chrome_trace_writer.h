@@ -64,6 +64,7 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   void sync(const profiler::Record& r);
   void allocator(const profiler::Record& r);
   void device_memory(const profiler::Record& r);
+  void event_timing(const profiler::Record& r);
   void overhead(const profiler::Record& r);
   void device_info(const profiler::Record& r);
   void stream_info(const profiler::Record& r);

@@ -37,6 +37,7 @@ enum class RecordKind : std::uint8_t {
   kDropped,         // records lost so far (detail: DropSource), reported in the trace
   kText,            // continuation of the previous record's text
   kDeviceMemory,    // device memory obtained or returned (cudaMalloc/cudaFree; CUPTI memory records)
+  kEventTiming,     // Event::elapsed_time's span on the start event's stream
 };
 
 enum class CopyKindCode : std::uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP, kHtoA, kAtoH, kAtoA, kAtoD, kDtoA };
@@ -132,6 +133,11 @@ struct DeviceMemoryPayload {
   std::uint64_t held_bytes;
 };
 
+// The start event's name (interned; nullptr: unnamed).
+struct EventTimingPayload {
+  const char* name;
+};
+
 struct DroppedPayload {
   std::uint64_t total;  // all records lost from this source so far
 };
@@ -162,6 +168,7 @@ struct Record {
     ThreadNamePayload thread_name;
     DroppedPayload dropped;
     DeviceMemoryPayload device_memory;
+    EventTimingPayload event_timing;
   } u;
 };
 static_assert(sizeof(Record) == 96, "records are fixed-size; keep the payloads within 56 bytes");

@@ -5,7 +5,9 @@
 // a figure is not supported); the sim backend reports its simulated device's figures.
 // Thread-safe.
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +55,35 @@ struct DeviceTelemetry {
   std::optional<std::uint64_t> ecc_corrected_errors, ecc_uncorrected_errors;  // over the device's life
   std::optional<int> remapped_rows_correctable, remapped_rows_uncorrectable;
   std::optional<bool> row_remap_pending, row_remap_failed;
+  // The rest of dcgm-exporter's default set, and Hopper's GPM figures.
+  std::optional<int> memory_temperature_celsius;
+  std::optional<std::uint64_t> memory_reserved_bytes;  // set aside by the driver and firmware
+  // NVLink data bytes (payload, without protocol overhead) summed over the links since the
+  // driver loaded; empty on a device without NVLink.
+  std::optional<std::uint64_t> nvlink_tx_bytes, nvlink_rx_bytes;
+  // XID errors (NVML's critical error events) seen since this process first read the
+  // device's figures, by XID code; at most kMaxXidCodes codes, later new codes count in
+  // `other`. `last` is the most recent code (0 before the first).
+  struct XidErrors {
+    static constexpr std::size_t kMaxXidCodes = 32;
+    std::map<std::uint64_t, std::uint64_t> by_code;
+    std::uint64_t other = 0;
+    std::uint64_t last = 0;
+  };
+  std::optional<XidErrors> xid_errors;
+  // Per process: percent of NVML's recent samples (since the previous read, at most its
+  // buffer) during which the process ran kernels (SM) and used device memory.
+  struct ProcessUtilization {
+    unsigned pid = 0;
+    int sm_percent = 0;
+    int memory_percent = 0;
+  };
+  std::optional<std::vector<ProcessUtilization>> process_utilization;
+  // GPM (Hopper and later), percent over the window since the previous read of this device
+  // (the first read waits 100 ms for its window): share of SMs busy, warps resident against
+  // the maximum, tensor pipes busy (any kind), DRAM bandwidth used against peak.
+  std::optional<double> gpm_sm_active_percent, gpm_sm_occupancy_percent, gpm_tensor_active_percent,
+      gpm_dram_bandwidth_percent;
 };
 DeviceTelemetry device_telemetry(int device = -1);
 

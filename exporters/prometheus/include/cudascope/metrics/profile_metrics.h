@@ -13,14 +13,16 @@
 //   cudascope_memset_total, _bytes_total, _seconds_total            {device}
 //   cudascope_sync_total, cudascope_sync_seconds_total              {type}
 //   cudascope_nvtx_range_duration_seconds (histogram)               {domain, range}
+//   cudascope_event_duration_seconds (histogram)                    {event}  (Event::elapsed_time spans,
+//                                                                   by the start event's name; "" unnamed)
 //   cudascope_process_device_memory_bytes, _peak_bytes              {device}  (allocator records)
 //   cudascope_profiler_records_total, cudascope_profiler_dropped_records_total{source},
 //   cudascope_profiler_buffer_bytes
 //
-// Cardinality: kernel (or kernel and range) and NVTX range names are bounded by top_names.
+// Cardinality: kernel (or kernel and range), NVTX range and event names are bounded by top_names.
 // At the first scrape the top_names by GPU time (range time) get their own series; later,
 // free slots go to the next names by time, counted from then on. Everything else is summed
-// into kernel="other" / range="other", so counters never decrease and the sum over all
+// into kernel="other" / range="other" / event="other", so counters never decrease and the sum over all
 // series equals the records seen. Distinct names tracked are capped (kMaxTrackedNames);
 // past that, new names count straight into "other". Domains beyond 16 are "other" too.
 //
