@@ -8,7 +8,7 @@ which="${1:-all}"
 jobs="${CUDASCOPE_JOBS:-2}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF
         -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF)
-targets=(runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test allocator_model_test host_allocator_test analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test blas_test ipc_test)
+targets=(runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test allocator_model_test host_allocator_test analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test blas_test ipc_test graphs_test sanitizer_test)
 export CUDASCOPE_BACKEND=sim
 
 run() {  # run BUILD_DIR TEST...
@@ -35,6 +35,8 @@ if [[ "$which" == all || "$which" == asan ]]; then
   run build-asan analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test
   # cuBLAS handles and CUDA IPC (shared memory, a second process, reference counting).
   run build-asan blas_test ipc_test
+  # CUDA graphs' private pools and the stream sanitizer's bookkeeping.
+  run build-asan graphs_test sanitizer_test
 fi
 
 if [[ "$which" == all || "$which" == tsan ]]; then
@@ -45,5 +47,6 @@ if [[ "$which" == all || "$which" == tsan ]]; then
   # sim backend's stream worker threads under TSan too.
   CUDASCOPE_PROPERTY_OPS=160000 run build-tsan allocator_threads_test
   run build-tsan allocator_test runtime_test runtime_sim_test host_allocator_test blas_test ipc_test
+  run build-tsan graphs_test sanitizer_test
 fi
 echo "sanitizers: all passed"

@@ -14,7 +14,8 @@ function(cudascope_warnings target)
 endfunction()
 
 # A GoogleTest executable registered with ctest, one test per TEST(), with labels.
-# Usage: cudascope_add_test(NAME runtime_test SOURCES a.cpp LIBS cudascope::runtime LABELS unit [MAIN lib])
+# Usage: cudascope_add_test(NAME runtime_test SOURCES a.cpp LIBS cudascope::runtime LABELS unit [MAIN lib]
+#                           [ENV VAR=value...])  (every ENV entry reaches every test of the executable)
 # MAIN defaults to cudascope_test_main (tests/support), which runs on the sim backend unless
 # CUDASCOPE_BACKEND is set.
 function(cudascope_add_test)
@@ -30,13 +31,20 @@ function(cudascope_add_test)
   endif()
   # gtest_discover_tests marks a test that calls GTEST_SKIP as skipped by itself.
   set(properties LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
-  if(T_ENV)
-    list(APPEND properties ENVIRONMENT "${T_ENV}")
-  endif()
   # GPU tests time kernels on the device: other tests' kernels sharing it would stretch them.
   if("gpu" IN_LIST T_LABELS)
     list(APPEND properties RUN_SERIAL TRUE)
   endif()
   include(GoogleTest)
   gtest_discover_tests(${T_NAME} PROPERTIES ${properties} DISCOVERY_TIMEOUT 60)
+  if(T_ENV)
+    # Not through gtest_discover_tests' PROPERTIES: it writes each list element as its own
+    # argument, so every variable after the first would be read as a property name. A file
+    # ctest includes after the discovered tests (TEST_INCLUDE_FILES keeps the order) sets the
+    # whole list on every test of the executable; generator expressions in it are evaluated.
+    set(env_file "${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_environment.cmake")
+    file(GENERATE OUTPUT "${env_file}" CONTENT
+      "if(DEFINED ${T_NAME}_TESTS)\n  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES ENVIRONMENT [==[${T_ENV}]==])\nendif()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${env_file}")
+  endif()
 endfunction()

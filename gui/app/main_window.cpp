@@ -61,7 +61,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   group_by_ = new QComboBox;
   group_by_->addItem(tr("group by user frame"), int(analysis::GroupBy::user_frame));
   group_by_->addItem(tr("group by top frame"), int(analysis::GroupBy::top_frame));
-  compare_label_ = new QLabel(tr("Open a second snapshot to see what grew, by allocating frame."));
+  group_by_->addItem(tr("group by NVTX range"), int(analysis::GroupBy::nvtx_range));
+  compare_label_ = new QLabel(tr("Open a second snapshot to see what grew, by allocating frame or NVTX range."));
   compare_bar->addWidget(compare_button);
   compare_bar->addWidget(group_by_);
   compare_bar->addWidget(compare_label_, 1);

@@ -2,6 +2,7 @@
 // against a reference made elsewhere: replay (PyTorch's memory_stats), stats (the tables
 // kept beside the traces, --csv, --check), snapshot-stats' text (the Python-made figures),
 // serve (scraped over real HTTP), run --activities (only the chosen kinds in the trace).
+#include "clean_environment.h"
 #include "run_cli.h"
 #include "../metrics/metrics_text.h"
 
@@ -31,6 +32,11 @@ namespace cudascope::testing {
 namespace {
 
 using ::testing::HasSubstr;
+
+// The commands run with only what each test gives them: none of the caller's CUDASCOPE_* or
+// PYTORCH_CUDA_ALLOC_CONF (put back when the tests end).
+[[maybe_unused]] const auto* const clean_environment =
+    ::testing::AddGlobalTestEnvironment(new CleanEnvironmentForAllTests());
 
 std::string data(const std::string& name) { return std::string(CUDASCOPE_TEST_DATA_DIR) + "/" + name; }
 std::string temp(const std::string& name) { return ::testing::TempDir() + "cli_e2e_" + name; }
@@ -113,10 +119,13 @@ TEST(CliE2eTest, SnapshotStatsTextHoldsThePythonMadeFigures) {
   EXPECT_EQ(std::count(actions.begin(), actions.end(), '='), static_cast<long>(expect["actions"].size()));
 }
 
-// `cudascope ARGS...` left running, as a user starts it; stopped with SIGTERM as Ctrl-C would.
+// `cudascope ARGS...` left running, as a user starts it, with this environment plus `env`
+// ("NAME=value" entries, taking precedence); stopped with SIGTERM as Ctrl-C would.
 class Background {
  public:
-  Background(const std::vector<std::string>& args, const std::string& log_name) : log_(temp(log_name)) {
+  Background(const std::vector<std::string>& args, const std::string& log_name,
+             std::vector<std::string> env = {"CUDASCOPE_BACKEND=sim"})
+      : log_(temp(log_name)) {
     std::vector<std::string> argv_storage{CUDASCOPE_CLI_PATH};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -126,8 +135,11 @@ class Background {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    setenv("CUDASCOPE_BACKEND", "sim", 1);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);  // getenv takes the first
+    std::vector<char*> envp;
+    for (auto& entry : env) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
   }
   ~Background() { stop(); }
@@ -195,10 +207,9 @@ TEST(CliE2eTest, ViewOpensTheFilesInTheViewerHeadless) {
 #ifndef CUDASCOPE_VIEWER_BUILT
   GTEST_SKIP() << "the viewer is not built here (CUDASCOPE_WITH_GUI=OFF or no Qt 6)";
 #else
-  setenv("QT_QPA_PLATFORM", "offscreen", 1);
-  setenv("CUDASCOPE_VIEWER_NO_DIALOGS", "1", 1);
   const std::string snapshot = data("snap_small.json"), trace = data("trace_golden.json");
-  Background view({"view", snapshot, trace}, "view.log");
+  Background view({"view", snapshot, trace}, "view.log",
+                  {"CUDASCOPE_BACKEND=sim", "QT_QPA_PLATFORM=offscreen", "CUDASCOPE_VIEWER_NO_DIALOGS=1"});
   // The process becomes cudascope-viewer, with the files as its arguments.
   std::string exe, cmdline;
   for (int i = 0; i < 200 && exe.find("cudascope-viewer") == std::string::npos; ++i) {
@@ -215,7 +226,6 @@ TEST(CliE2eTest, ViewOpensTheFilesInTheViewerHeadless) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_TRUE(view.running()) << "the viewer exited while opening the files: " << view.output();
   EXPECT_EQ(view.stop(), 128 + SIGTERM) << view.output();
-  unsetenv("QT_QPA_PLATFORM");
 #endif
 }
 

@@ -271,3 +271,88 @@ TEST(BlasWorkspaceConfigTest, TheEnvironmentSetsTheWorkspaceAllocated) {
   ASSERT_EQ(child.exit_code, 0) << child.output;
   EXPECT_THAT(child.output, ::testing::HasSubstr("workspace=" + std::to_string(1024 * 1024 * 2 + 16 * 1024 * 4)));
 }
+
+TEST(BlasWorkspaceConfigTest, ValuesPast64BitsAreAClearErrorNamingTheVariable) {
+  const struct {
+    const char* config;
+    const char* named;
+  } cases[] = {
+      {":99999999999999999999999:2", "the number 99999999999999999999999 does not fit"},
+      {":18014398509481984:1", "the term :18014398509481984:1 (18014398509481984 KiB x 1) does not fit"},  // 2^64 bytes
+      {":1:18014398509481984", "the term :1:18014398509481984"},
+      {":9007199254740992:1:9007199254740992:1", "the sum of the terms does not fit"},  // 2^63 + 2^63
+  };
+  for (const auto& c : cases) {
+    try {
+      cuda::parse_cublas_workspace_config(c.config);
+      ADD_FAILURE() << c.config << " was accepted";
+    } catch (const cuda::Error& e) {
+      EXPECT_EQ(e.code(), cuda::error_code::kInvalidValue);
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(std::string("CUBLAS_WORKSPACE_CONFIG='") + c.config + "'"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(c.named));
+    }
+  }
+  // The largest that fits is still a size.
+  EXPECT_EQ(cuda::parse_cublas_workspace_config(":9007199254740991:1"), std::size_t{9007199254740991} * 1024);
+}
+
+namespace {
+// A child started with a CUBLAS_WORKSPACE_CONFIG that cannot be a size: prints the error.
+int workspace_error_child(int, char**) {
+  cuda::set_device(0);
+  try {
+    cuda::current_blas_handle();
+    std::printf("accepted\n");
+  } catch (const cuda::Error& e) {
+    std::printf("error=%s\n", e.what());
+  }
+  return 0;
+}
+const cudascope::testing::ChildModeRegistrar workspace_error_mode{"--blas-workspace-error-child", &workspace_error_child};
+}  // namespace
+
+TEST(BlasWorkspaceConfigTest, AnOverflowingEnvironmentValueIsReportedNotThrownAsOutOfRange) {
+  const auto child = cudascope::testing::run_self({"--blas-workspace-error-child"},
+                                                  {"CUBLAS_WORKSPACE_CONFIG=:4096:99999999999999999999"});
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  EXPECT_THAT(child.output, ::testing::HasSubstr("error="));
+  EXPECT_THAT(child.output, ::testing::HasSubstr("CUBLAS_WORKSPACE_CONFIG=':4096:99999999999999999999'"));
+}
+
+namespace {
+// cuBLAS's create for device 1 while device 0 is current, through whatever backend runs
+// (two sim devices in CI, where cuBLAS loads but has no GPU and fails to create): prints
+// the current device afterwards.
+int create_on_other_device_child(int, char**) {
+  cuda::set_device(0);
+  std::unique_ptr<cuda::detail::blas::BlasLibrary> cublas;
+  try {
+    cublas = cuda::detail::blas::make_cublas_library(cuda::detail::backend());
+  } catch (const cuda::Error&) {
+    std::printf("no-cublas\n");
+    return 0;
+  }
+  try {
+    cublas->create(1);
+    std::printf("created ");
+  } catch (const cuda::Error&) {
+    std::printf("failed ");
+  }
+  std::printf("current_after=%d\n", cuda::current_device());
+  return 0;
+}
+const cudascope::testing::ChildModeRegistrar create_other_mode{"--blas-create-other-device-child",
+                                                               &create_on_other_device_child};
+}  // namespace
+
+TEST(BlasLoaderTest, CreatingAHandleForAnotherDeviceKeepsTheCurrentDevice) {
+  std::vector<std::string> env = {"CUDASCOPE_SIM_DEVICES=2"};
+  if (cudascope::testing::on_cuda_backend()) {
+    CUDASCOPE_REQUIRE_DEVICES(2);
+    env.clear();
+  }
+  const auto child = cudascope::testing::run_self({"--blas-create-other-device-child"}, env);
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  if (child.output.find("no-cublas") != std::string::npos) GTEST_SKIP() << "cuBLAS is not installed here";
+  EXPECT_THAT(child.output, ::testing::HasSubstr("current_after=0"));
+}

@@ -8,6 +8,10 @@
 //                            synchronises and exits, releasing it.
 //   --ipc-hold-child TEXT    opens the tensor and exits without releasing it (as a consumer
 //                            that crashed): the producer's counter stays at 1.
+//   --ipc-reopen-child TEXT  four threads open and let go of the handle's segment again and
+//                            again (one closing while another opens); prints the opens, the
+//                            most mappings open at once and those left ("opens=N
+//                            most_mapped=1 mapped_after=0" when reopening waits for the close).
 
 #include "test_support.h"
 

@@ -92,6 +92,8 @@ TEST_F(IpcTest, TheHandleSurvivesItsTextForm) {
   const cuda::SharedTensorHandle back = cuda::SharedTensorHandle::parse(h.serialize());
   EXPECT_EQ(back.device, h.device);
   EXPECT_EQ(back.mem_handle, h.mem_handle);
+  EXPECT_EQ(back.segment_size_bytes, h.segment_size_bytes);
+  EXPECT_GE(h.segment_size_bytes, h.storage_offset_bytes + h.storage_size_bytes);
   EXPECT_EQ(back.storage_offset_bytes, h.storage_offset_bytes);
   EXPECT_EQ(back.storage_size_bytes, h.storage_size_bytes);
   EXPECT_EQ(back.ref_counter_handle, h.ref_counter_handle);
@@ -107,7 +109,7 @@ TEST_F(IpcTest, TheHandleSurvivesItsTextForm) {
 TEST(IpcHandleTextTest, BadTextNamesWhatIsWrong) {
   EXPECT_THROW(cuda::SharedTensorHandle::parse("not a handle"), cuda::Error);
   try {
-    cuda::SharedTensorHandle::parse("cudascope-ipc-1 device=0");
+    cuda::SharedTensorHandle::parse("cudascope-ipc-2 device=0");
     FAIL();
   } catch (const cuda::Error& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("'mem' is missing"));
@@ -284,6 +286,43 @@ class ApiRecorder : public cuda::instrumentation::Observer {
   std::vector<std::string> names;
 };
 }  // namespace
+
+// One thread closing a segment while another opens the same handle: the reopen waits for the
+// close, so the handle is never mapped twice at once (torch maps a handle once per process).
+TEST_F(IpcTest, AReopenWaitsForTheCloseOfTheSameHandle) {
+  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "counts the sim backend's reported IPC calls";
+  const Tensor t = cudascope::ones({1024}, on_cuda());
+  const auto child = run_ipc_child("--ipc-reopen-child", cuda::share_tensor(t));
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  EXPECT_THAT(child.output, ::testing::HasSubstr("most_mapped=1 mapped_after=0"));
+  EXPECT_THAT(child.output, ::testing::Not(::testing::HasSubstr("opens=0 ")));
+}
+
+TEST_F(IpcTest, ACorruptHandleIsRefusedBeforeAnyDeviceWork) {
+  const Tensor t = cudascope::ones({4, 4}, on_cuda());
+  const cuda::SharedTensorHandle good = cuda::share_tensor(t);
+  const std::size_t opened = cuda::ipc_stats().open_mem_handles;
+  for (int corruption = 0; corruption < 3; ++corruption) {
+    cuda::SharedTensorHandle h = good;
+    const char* named = "";
+    if (corruption == 0) h.sizes[0] = -4, named = "sizes[0] is -4";
+    if (corruption == 1) h.storage_offset_bytes = h.segment_size_bytes, named = "reaches past the segment";
+    if (corruption == 2) h.strides[1] = std::int64_t{1} << 62, named = "overflows 64 bits";
+    ApiRecorder recorder;
+    cuda::instrumentation::set_observer(&recorder);
+    std::string why;
+    try {
+      cuda::open_shared_tensor(h);
+    } catch (const cuda::Error& e) {
+      why = e.what();
+    }
+    cuda::instrumentation::set_observer(nullptr);
+    // Not the refusal of opening one's own handle, which comes from the device.
+    EXPECT_THAT(why, ::testing::HasSubstr(named)) << corruption;
+    EXPECT_THAT(recorder.names, ::testing::Not(::testing::Contains("cudaIpcOpenMemHandle"))) << corruption;
+    EXPECT_EQ(cuda::ipc_stats().open_mem_handles, opened);
+  }
+}
 
 TEST_F(IpcTest, SharingIsReportedAsTheCudaCall) {
   if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "on cuda, CUPTI reports the runtime's calls";

@@ -2,6 +2,7 @@
 // Event::wait, the live memory_summary and its abbreviated form, the memory fraction's getter,
 // the max_/cached aliases and their resets, the PYTORCH_CUDA_ALLOC_CONF fallback, the host
 // peak reset and utilization.
+#include "clean_environment.h"
 #include "test_support.h"
 
 #include "allocator/caching_allocator.h"
@@ -18,6 +19,11 @@ namespace {
 
 using namespace std::chrono_literals;
 constexpr std::int64_t kMiB = 1 << 20;
+
+// The figures here are the defaults': none of the caller's CUDASCOPE_* (sim memory, allocator
+// settings, ...) or PYTORCH_CUDA_ALLOC_CONF while the tests run, only the backend's choice.
+[[maybe_unused]] const auto* const clean_environment =
+    ::testing::AddGlobalTestEnvironment(new CleanEnvironmentForAllTests({"CUDASCOPE_BACKEND"}));
 
 void clean_allocator() {
   cuda::empty_cache();
@@ -187,8 +193,7 @@ int print_allocator_settings(int, char**) {
 const ChildModeRegistrar settings_mode("--print-allocator-settings", print_allocator_settings);
 
 TEST(PublicApiTest, PytorchAllocConfIsReadWhenCudascopeAllocConfIsUnset) {
-  unsetenv("CUDASCOPE_ALLOC_CONF");  // the child inherits this environment
-  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  CleanEnvironment scoped({"CUDASCOPE_BACKEND"});  // the child inherits this environment
   auto r = run_self({"--print-allocator-settings"}, {"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("max_split_size " + std::to_string(64 * kMiB)));

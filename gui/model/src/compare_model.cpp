@@ -42,7 +42,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
 
 QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
-  static const char* names[] = {"Allocating frame", "A", "B", "Growth", "Blocks A", "Blocks B"};
+  static const char* names[] = {"Group (frame or NVTX range)", "A", "B", "Growth", "Blocks A", "Blocks B"};
   return section >= 0 && section < ColumnCount ? QVariant(names[section]) : QVariant();
 }
 

@@ -28,28 +28,47 @@ void remap_anonymous(void* at, std::size_t size, int protection, const char* cal
 // The names of segments shared now. The sim backend is never destroyed (work may run during
 // exit), so its segments are never freed at exit: their names are removed here instead, as
 // the driver releases a process's IPC memory when it exits.
+//
+// The registry itself is never destroyed either: a stream worker or another thread may still
+// share or free a segment while exit runs the static destructors, and a destroyed set would
+// be used after its destruction. Only its names go at exit (NamesAtExit); a segment shared
+// after that has its name removed at once (no other process can open it any more, the
+// mapping here stays).
 class LiveNames {
  public:
   void add(const std::string& name) {
     std::lock_guard lock(mutex_);
+    if (exited_) {
+      shm_unlink(name.c_str());
+      return;
+    }
     names_.insert(name);
   }
   void remove(const std::string& name) {
     std::lock_guard lock(mutex_);
     names_.erase(name);
   }
-  ~LiveNames() {
+  void unlink_all_at_exit() noexcept {
+    std::lock_guard lock(mutex_);
     for (const auto& name : names_) shm_unlink(name.c_str());
+    names_.clear();
+    exited_ = true;
   }
 
  private:
   std::mutex mutex_;
   std::set<std::string> names_;
+  bool exited_ = false;
 };
 
 LiveNames& live_names() {
-  static LiveNames names;
-  return names;
+  static auto* names = new LiveNames();  // leaked on purpose: see above
+  // Constructed after `names`, so destroyed (at exit) while `names` is still usable.
+  static const struct NamesAtExit {
+    LiveNames* names;
+    ~NamesAtExit() { names->unlink_all_at_exit(); }
+  } at_exit{names};
+  return *names;
 }
 
 }  // namespace

@@ -6,11 +6,14 @@
 
 #include "../check.h"
 #include "../runtime_state.h"
+#include "../tensor/sanitizer_access.h"
 #include "../tensor/storage.h"
 
 #include <cudascope/cuda/blas.h>
 #include <cudascope/cuda/device.h>
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -74,14 +77,30 @@ using namespace detail::blas;
 std::optional<std::size_t> parse_cublas_workspace_config(std::string_view config) {
   static const std::regex term(":([0-9]+):([0-9]+)");
   const std::string text(config);
-  std::size_t total = 0;
+  const auto too_large = [&](const std::string& what) {
+    detail::throw_error(error_code::kInvalidValue, "CUBLAS_WORKSPACE_CONFIG", __FILE__, __LINE__,
+                        "CUBLAS_WORKSPACE_CONFIG='" + text + "': " + what + " does not fit in 64 bits");
+  };
+  const auto number = [&](const std::string& digits) {
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (error != std::errc() || end != digits.data() + digits.size()) too_large("the number " + digits);
+    return value;
+  };
+  std::uint64_t total = 0;
   bool any = false;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), term); it != std::sregex_iterator(); ++it) {
-    total += std::stoull((*it)[1].str()) * 1024 * std::stoull((*it)[2].str());
+    const std::string size_kib = (*it)[1].str(), count = (*it)[2].str();
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(number(size_kib), std::uint64_t{1024}, &bytes) ||
+        __builtin_mul_overflow(bytes, number(count), &bytes)) {
+      too_large("the term :" + size_kib + ":" + count + " (" + size_kib + " KiB x " + count + ")");
+    }
+    if (__builtin_add_overflow(total, bytes, &total)) too_large("the sum of the terms");
     any = true;
   }
   if (!any) return std::nullopt;
-  return total;
+  return static_cast<std::size_t>(total);
 }
 
 std::size_t blas_workspace_size(int device) {
@@ -146,6 +165,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                       : empty({m, n}, TensorOptions{}.with_device(a.device()));
   if (m == 0 || n == 0 || k == 0) return out;
   void* handle = cuda::current_blas_handle();
+  cudascope::detail::declare_accesses("cudascope::matmul", a.device(), {{&lhs, "self"}, {&rhs, "other"}}, {{&out, nullptr}});
   cuda::detail::blas::library().sgemm_row_major(handle, m, n, k, lhs.data_ptr<float>(), rhs.data_ptr<float>(), out.data_ptr<float>());
   return out;
 }

@@ -41,8 +41,22 @@ class CublasLibrary final : public BlasLibrary {
   }
 
   void* create(int device) override {
-    // cuBLAS binds a handle to the thread's current context: make it the device's.
-    backend_.set_device(device);
+    // cuBLAS binds a handle to the thread's current context: make it the device's for the
+    // call, then give the caller back its own current device (also when creating fails).
+    const int previous = backend_.current_device();
+    struct Restore {
+      Backend& backend;
+      int previous;
+      int device;
+      ~Restore() {
+        if (previous == device) return;
+        try {
+          backend.set_device(previous);
+        } catch (...) {
+        }
+      }
+    } restore{backend_, previous, device};
+    if (previous != device) backend_.set_device(device);
     void* handle = nullptr;
     check(api_.create(&handle), "cublasCreate_v2");
     // torch's default (allow_tf32 off for matmul): full float32 math.

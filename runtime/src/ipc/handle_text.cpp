@@ -4,6 +4,7 @@
 
 #include <cudascope/cuda/ipc.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <map>
@@ -11,7 +12,12 @@
 namespace cudascope::cuda {
 namespace {
 
-constexpr std::string_view kMagic = "cudascope-ipc-1";
+// Bumped with every change of the fields, so that a text from another build is refused at once.
+constexpr std::string_view kMagic = "cudascope-ipc-2";
+
+constexpr std::string_view kFields[] = {"device", "mem", "segment_size_bytes", "storage_offset_bytes",
+                                        "storage_size_bytes", "ref_counter", "ref_counter_offset", "event",
+                                        "event_sync_required", "dtype", "sizes", "strides", "storage_offset"};
 
 template <std::size_t N>
 std::string hex(const std::array<std::uint8_t, N>& bytes) {
@@ -81,7 +87,7 @@ DType dtype_named(std::string_view name) {
 std::string SharedTensorHandle::serialize() const {
   std::string out(kMagic);
   out += " device=" + std::to_string(device) + " mem=" + hex(mem_handle) +
-         " storage_offset_bytes=" + std::to_string(storage_offset_bytes) +
+         " segment_size_bytes=" + std::to_string(segment_size_bytes) + " storage_offset_bytes=" + std::to_string(storage_offset_bytes) +
          " storage_size_bytes=" + std::to_string(storage_size_bytes) + " ref_counter=" + ref_counter_handle +
          " ref_counter_offset=" + std::to_string(ref_counter_offset) + " event=" + hex(event_handle) +
          " event_sync_required=" + (event_sync_required ? "1" : "0") + " dtype=" + dtype_name(dtype) +
@@ -104,9 +110,15 @@ SharedTensorHandle SharedTensorHandle::parse(std::string_view text) {
       continue;
     }
     const std::size_t equals = token.find('=');
-    if (equals == std::string_view::npos) bad(std::string(token), "");
-    fields[std::string(token.substr(0, equals))] = token.substr(equals + 1);
+    CUDASCOPE_CHECK(equals != std::string_view::npos, error_code::kInvalidValue, "SharedTensorHandle::parse",
+                    "'" + std::string(token) + "' is not a field=value pair");
+    const std::string name(token.substr(0, equals));
+    CUDASCOPE_CHECK(std::find(std::begin(kFields), std::end(kFields), name) != std::end(kFields),
+                    error_code::kInvalidValue, "SharedTensorHandle::parse", "unknown field '" + name + "'");
+    CUDASCOPE_CHECK(fields.emplace(name, token.substr(equals + 1)).second, error_code::kInvalidValue,
+                    "SharedTensorHandle::parse", "field '" + name + "' is given twice");
   }
+  CUDASCOPE_CHECK(magic_seen, error_code::kInvalidValue, "SharedTensorHandle::parse", "the text is empty");
   const auto field = [&](const std::string& name) {
     const auto found = fields.find(name);
     CUDASCOPE_CHECK(found != fields.end(), error_code::kInvalidValue, "SharedTensorHandle::parse",
@@ -116,12 +128,15 @@ SharedTensorHandle SharedTensorHandle::parse(std::string_view text) {
   SharedTensorHandle h;
   h.device = number<int>("device", field("device"));
   h.mem_handle = bytes<64>("mem", field("mem"));
+  h.segment_size_bytes = number<std::uint64_t>("segment_size_bytes", field("segment_size_bytes"));
   h.storage_offset_bytes = number<std::uint64_t>("storage_offset_bytes", field("storage_offset_bytes"));
   h.storage_size_bytes = number<std::uint64_t>("storage_size_bytes", field("storage_size_bytes"));
   h.ref_counter_handle = std::string(field("ref_counter"));
   h.ref_counter_offset = number<std::uint64_t>("ref_counter_offset", field("ref_counter_offset"));
   h.event_handle = bytes<64>("event", field("event"));
-  h.event_sync_required = number<int>("event_sync_required", field("event_sync_required")) != 0;
+  const std::string_view sync = field("event_sync_required");
+  if (sync != "0" && sync != "1") bad("event_sync_required", sync);
+  h.event_sync_required = sync == "1";
   h.dtype = dtype_named(field("dtype"));
   h.sizes = list("sizes", field("sizes"));
   h.strides = list("strides", field("strides"));

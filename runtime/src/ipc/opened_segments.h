@@ -5,6 +5,7 @@
 
 #include <cudascope/cuda/ipc.h>
 
+#include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -15,12 +16,18 @@ namespace cudascope::cuda::detail::ipc {
 class OpenedSegments {
  public:
   // The segment's base in this process, mapped on `device`; the same pointer for the same
-  // handle while a previous result is alive.
+  // handle while a previous result is alive. A handle whose last holder has just let go is
+  // opened again only once its close has finished: one mapping per handle at a time.
   std::shared_ptr<void> open(int device, const IpcMemHandle& handle);
   std::size_t open_count() const;
 
  private:
+  void close(int device, const IpcMemHandle& handle, void* base);
+
   mutable std::mutex mutex_;
+  std::condition_variable closed_;
+  // An entry lives from the open until the close has finished (not merely until the last
+  // holder let go, when the weak pointer expires but the handle is still mapped).
   std::map<IpcMemHandle, std::weak_ptr<void>> opened_;
 };
 

@@ -1,5 +1,6 @@
 // CUDA IPC of tensors (ipc.h): the producer's share_tensor, the consumer's
 // open_shared_tensor, ipc_collect, and the handle's text form.
+#include "handle_checks.h"
 #include "opened_segments.h"
 #include "ref_counters.h"
 #include "sent_blocks.h"
@@ -73,17 +74,6 @@ struct Received {
   }
 };
 
-// The largest element index the view reaches, plus one (0 for an empty view).
-std::int64_t view_extent(const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides,
-                         std::int64_t offset) {
-  std::int64_t last = offset;
-  for (std::size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) return 0;
-    last += (sizes[d] - 1) * strides[d];
-  }
-  return last + 1;
-}
-
 }  // namespace
 
 SharedTensorHandle share_tensor(const Tensor& tensor) {
@@ -100,6 +90,7 @@ SharedTensorHandle share_tensor(const Tensor& tensor) {
   SharedTensorHandle handle;
   handle.device = device;
   handle.mem_handle = detail::lazy_backend().ipc_get_mem_handle(device, base);
+  handle.segment_size_bytes = segment_size;
   handle.storage_offset_bytes = static_cast<std::uint64_t>(static_cast<char*>(storage->data()) - static_cast<char*>(base));
   handle.storage_size_bytes = storage->bytes();
   std::unique_ptr<Event> event;
@@ -127,18 +118,11 @@ SharedTensorHandle share_tensor(const Tensor& tensor) {
   handle.sizes = tensor.sizes();
   handle.strides = tensor.strides();
   handle.storage_offset = tensor.storage_offset();
-  (void)segment_size;
   return handle;
 }
 
 Tensor open_shared_tensor(const SharedTensorHandle& handle) {
-  CUDASCOPE_CHECK(handle.sizes.size() == handle.strides.size(), error_code::kInvalidValue, "open_shared_tensor",
-                  "sizes and strides differ in length");
-  const std::int64_t extent = view_extent(handle.sizes, handle.strides, handle.storage_offset);
-  CUDASCOPE_CHECK(handle.storage_offset >= 0 &&
-                      static_cast<std::uint64_t>(extent) * element_size(handle.dtype) <= handle.storage_size_bytes,
-                  error_code::kInvalidValue, "open_shared_tensor",
-                  "the view reaches past the shared storage of " + std::to_string(handle.storage_size_bytes) + " bytes");
+  detail::ipc::check_handle(handle);  // the handle came from outside: before any device work
   const int device = detail::resolve_device(handle.device);
   DeviceGuard guard(device);
   if (handle.event_sync_required) {

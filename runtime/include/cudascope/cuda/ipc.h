@@ -41,6 +41,7 @@ using IpcMemHandle = std::array<std::uint8_t, 64>;
 struct SharedTensorHandle {
   int device = 0;
   IpcMemHandle mem_handle{};               // of the segment holding the storage
+  std::uint64_t segment_size_bytes = 0;    // the whole segment's (the storage must lie in it)
   std::uint64_t storage_offset_bytes = 0;  // from the segment's base to the storage
   std::uint64_t storage_size_bytes = 0;
   std::string ref_counter_handle;          // shared-memory name of the counters file
@@ -53,7 +54,9 @@ struct SharedTensorHandle {
   std::int64_t storage_offset = 0;         // in elements, as Tensor::storage_offset
 
   // One line of printable text (for a pipe, a file or a command line); parse() reads it
-  // back and throws cuda::Error (kInvalidValue) naming the field it could not read.
+  // back and throws cuda::Error (kInvalidValue) naming the field it could not read, a field
+  // given twice or one it does not know. parse() checks the text's form only: whether the
+  // values describe a view of the segment is checked by open_shared_tensor.
   std::string serialize() const;
   static SharedTensorHandle parse(std::string_view text);
 };
@@ -64,7 +67,11 @@ SharedTensorHandle share_tensor(const Tensor& tensor);
 
 // Opens a tensor another process shared (torch: _new_shared_cuda). The returned tensor
 // reads and writes the producer's memory; work on it is queued on the current stream of
-// handle.device, which first waits for the producer's event.
+// handle.device, which first waits for the producer's event. Before any device work it
+// throws cuda::Error (kInvalidValue) naming what is wrong when the handle cannot describe a
+// view of the shared segment: negative sizes, strides or offsets, an unknown dtype, an
+// element count or extent that overflows, a view past its storage or a storage past its
+// segment, a malformed counter name or slot.
 Tensor open_shared_tensor(const SharedTensorHandle& handle);
 
 // torch.cuda.ipc_collect(): returns to the caching allocator the shared blocks that the
