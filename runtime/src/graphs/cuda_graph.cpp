@@ -5,6 +5,7 @@
 
 #include "../allocator/caching_allocator.h"
 #include "../check.h"
+#include "../random/graph_registration.h"
 #include "../runtime_state.h"
 
 #include <cudascope/cuda/device.h>
@@ -43,6 +44,7 @@ CUDAGraph::CUDAGraph(bool keep_graph) : keep_graph_(keep_graph) {}
 CUDAGraph::~CUDAGraph() {
   try {
     reset();
+    if (registered_device_ >= 0) detail::random::unregister_graph(registered_device_, this);
   } catch (...) {
     // A destructor cannot report; reset() destroys what it can before anything throws.
   }
@@ -53,6 +55,10 @@ void CUDAGraph::capture_begin(std::optional<MempoolId> pool, CaptureErrorMode ca
                   "CUDAGraph::capture_begin",
                   "this CUDAGraph already owns a captured graph; reset() it or capture into a new instance");
   const int device = detail::resolve_device(-1);
+  // As torch: the default generator learns of the graph first (its seed and offset tensors are
+  // allocated on the current stream for the first graph), even when the checks below fail.
+  detail::random::register_graph(device, this);
+  registered_device_ = device;
   const detail::CurrentStreamOf stream = detail::current_stream_of(device);
   CUDASCOPE_CHECK(stream.handle != nullptr, error_code::kInvalidValue, "CUDAGraph::capture_begin",
                   "CUDA graphs must be captured on a non-default stream (replaying on the default stream is fine)");

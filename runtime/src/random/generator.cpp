@@ -4,6 +4,7 @@
 #include "../tensor/tensor_kernels.h"
 
 #include "../check.h"
+#include "graph_registration.h"
 #include "../runtime_state.h"
 
 #include <cudascope/cuda/random.h>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 
 namespace cudascope::cuda {
 namespace {
@@ -21,6 +23,11 @@ struct Generator {
   std::mutex mutex;
   std::uint64_t seed = kDefaultRngSeed;
   std::uint64_t offset = 0;  // torch's philox_offset_per_thread
+  // CUDA graphs registered with this generator, and torch's seed_extragraph_ /
+  // offset_extragraph_ while any is (graph_registration.h).
+  std::set<const void*> graphs;
+  Tensor seed_extragraph;
+  Tensor offset_extragraph;
 };
 
 struct Generators {
@@ -116,6 +123,27 @@ void set_rng_state(const std::vector<std::uint8_t>& state, int device) {
 void set_rng_state_all(const std::vector<std::vector<std::uint8_t>>& states) {
   for (std::size_t i = 0; i < states.size(); ++i) set_rng_state(states[i], static_cast<int>(i));
 }
+
+namespace detail::random {
+void register_graph(int device, const void* graph) {
+  Generator& g = generator(device);
+  std::lock_guard lock(g.mutex);
+  if (g.graphs.empty()) {
+    const TensorOptions on_device = TensorOptions{}.with_dtype(DType::kInt64).with_device(Device::cuda(device));
+    g.seed_extragraph = empty({1}, on_device);
+    g.offset_extragraph = empty({1}, on_device);
+  }
+  g.graphs.insert(graph);
+}
+
+void unregister_graph(int device, const void* graph) {
+  Generator& g = generator(device);
+  std::lock_guard lock(g.mutex);
+  if (g.graphs.erase(graph) == 0 || !g.graphs.empty()) return;
+  g.seed_extragraph = Tensor();
+  g.offset_extragraph = Tensor();
+}
+}  // namespace detail::random
 
 namespace rng {
 std::uint64_t philox_offset(int device) {

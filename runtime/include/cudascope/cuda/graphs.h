@@ -12,8 +12,10 @@
 // (segment_pool_id, (0, 0) for the device's own).
 //
 // Works with the native caching allocator (the default); with backend:cudaMallocAsync or a
-// pluggable allocator capture_begin raises cuda::Error. Random-number kernels replay the
-// numbers drawn at capture (the graph-safe generator state of torch is not modelled).
+// pluggable allocator capture_begin raises cuda::Error. As torch, the first graph allocates
+// the default generator's seed and offset tensors (two int64 tensors, freed when the last
+// graph is destroyed), so memory figures match PyTorch's; random-number kernels still replay
+// the numbers drawn at capture (torch's graph-safe Philox offsets are not modelled).
 // Thread-safety: a CUDAGraph is used by one thread at a time; different graphs may capture on
 // different threads.
 
@@ -91,6 +93,7 @@ class CUDAGraph {
   bool holds_pool_ = false;
   MempoolId pool_{0, 0};
   int device_ = -1;
+  int registered_device_ = -1;  // the device whose default generator knows this graph
   void* capture_stream_ = nullptr;
   std::uint64_t capture_id_ = 0;
 };
