@@ -130,4 +130,29 @@ void* open_cublas(const std::vector<std::string>& candidates) {
               "cuBLAS is not available (it comes with the CUDA toolkit; tried " + tried + "): " + error);
 }
 
+std::vector<std::string> nvrtc_candidates() {
+  const std::vector<std::string> sonames{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+  std::vector<std::string> candidates = sonames;
+  // Programs that did not link NVRTC rarely have the toolkit's directory on their library path.
+  std::vector<std::string> directories;
+  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') directories.push_back(home);
+  directories.push_back("/usr/local/cuda");
+  for (const auto& directory : directories) {
+    for (const auto& soname : sonames) candidates.push_back(directory + "/lib64/" + soname);
+  }
+  return candidates;
+}
+
+void* open_nvrtc(const std::vector<std::string>& candidates) {
+  std::string error;
+  for (const auto& candidate : candidates) {
+    if (void* library = open_library(candidate, false, error)) return library;
+  }
+  std::string tried;
+  for (const auto& candidate : candidates) tried += (tried.empty() ? "" : ", ") + candidate;
+  throw_error(error_code::kNotSupported, "dlopen(libnvrtc.so)", __FILE__, __LINE__,
+              "NVRTC is not available (the jiterator needs it; it comes with the CUDA toolkit; tried " + tried +
+                  "): " + error);
+}
+
 }  // namespace cudascope::cuda::detail::tools

@@ -20,6 +20,9 @@
 //   cuBLAS               blas.h on the cuda backend: libcublas.so.13 / .12 / libcublas.so on
 //                        the library path, then in $CUDA_HOME/lib64 and /usr/local/cuda/lib64;
 //                        missing: cuda::Error (kNotSupported) naming each place tried.
+//   NVRTC                jiterator.h on the cuda backend: libnvrtc.so.13 / .12 / libnvrtc.so on
+//                        the library path, then in $CUDA_HOME/lib64 and /usr/local/cuda/lib64;
+//                        missing: cuda::Error (kNotSupported) naming each place tried.
 //
 // "Beside the runtime" is util::library_beside_runtime(). Libraries opened here stay loaded
 // until the process exits (their code and allocations may outlive any owner).
@@ -57,5 +60,8 @@ void* open_nvml();
 // cuda::Error (kNotSupported) listing them with the last loader error when none does.
 void* open_cublas(const std::vector<std::string>& candidates);
 std::vector<std::string> cublas_candidates();
+// NVRTC: as cuBLAS, from nvrtc_candidates().
+void* open_nvrtc(const std::vector<std::string>& candidates);
+std::vector<std::string> nvrtc_candidates();
 
 }  // namespace cudascope::cuda::detail::tools

@@ -9,6 +9,7 @@
 #include <cudascope/cuda/host_memory.h>
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/ipc.h>
+#include <cudascope/cuda/jiterator.h>
 #include <cudascope/cuda/kernels.h>
 #include <cudascope/cuda/memory.h>
 #include <cudascope/cuda/allocator_config.h>

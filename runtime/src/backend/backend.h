@@ -23,6 +23,8 @@
 
 namespace cudascope::cuda::detail {
 
+struct JitKernel;  // jiterator/jit_kernel.h
+
 using StreamHandle = void*;
 using EventHandle = void*;
 
@@ -148,6 +150,10 @@ class Backend {
   // A tensor kernel (tensor_kernel.h) on `stream`, over memory of `device` (and host memory
   // the device can address).
   virtual void launch_tensor_kernel(int device, StreamHandle stream, const TensorKernel& kernel) = 0;
+  // A jiterator kernel (jiterator.h) on `stream` of `device`: compiled on the calling thread
+  // the first time its variant is launched (NVRTC on cuda, the host compiler on sim), then
+  // queued like the runtime's own kernels. Throws cuda::Error when compiling fails.
+  virtual void launch_jit_kernel(int device, StreamHandle stream, const JitKernel& kernel) = 0;
 };
 
 // The process's backend, chosen once from CUDASCOPE_BACKEND (cuda|sim|auto, default cuda).

@@ -8,6 +8,7 @@
 #include "../nvml/nvml_device_figures.h"
 
 #include "../check.h"
+#include "../jiterator/device_jit.h"
 #include "../runtime_state.h"
 #include "../tool_loader.h"
 
@@ -563,6 +564,13 @@ class CudaBackend final : public Backend {
     std::size_t count = 0;
     CUDASCOPE_CUDA_CHECK(cudaGraphGetNodes(static_cast<cudaGraph_t>(graph), nullptr, &count));
     return count;
+  }
+
+  // jiterator: NVRTC and the CUDA runtime's library API (jiterator/device_jit.h).
+  void launch_jit_kernel(int device, StreamHandle stream, const JitKernel& kernel) override {
+    ScopedDevice on(device);
+    launch_device_jit_kernel(device, stream, kernel);
+    if (launch_blocking()) CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   }
 
  private:
