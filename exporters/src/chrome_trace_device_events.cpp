@@ -2,6 +2,8 @@
 // counters, CUPTI overhead, and the device and stream metadata.
 #include <cudascope/exporters/chrome_trace_writer.h>
 
+#include <cudascope/exporters/communication_kernel.h>
+
 #include "chrome_trace_common.h"
 #include "flow_pairing.h"
 
@@ -9,6 +11,7 @@
 
 namespace cudascope::exporters {
 using detail::append_int;
+using detail::append_json_string;
 using profiler::Record;
 
 // Opens the args every device activity carries: where it ran and the launch it belongs to.
@@ -31,6 +34,10 @@ void ChromeTraceWriter::kernel(const Record& r) {
     buffer_ += ",\"External id\":";
     append_int(buffer_, it->second);
   }
+  if (k.graph_id != 0) {
+    buffer_ += ",\"graph id\":";
+    append_int(buffer_, k.graph_id);
+  }
   buffer_ += ",\"registers per thread\":";
   append_int(buffer_, k.registers_per_thread);
   buffer_ += ",\"shared memory\":";
@@ -47,9 +54,22 @@ void ChromeTraceWriter::kernel(const Record& r) {
   append_int(buffer_, k.block[1]);
   buffer_ += ',';
   append_int(buffer_, k.block[2]);
-  buffer_ += "]}";
+  buffer_ += ']';
+  communication_args(demangled(k.name));
+  buffer_ += '}';
   end_event();
   flow_device(r);
+}
+
+// NCCL's kernels carry "communication":true and the collective, which the analysis reads
+// (communication_kernel.h); Kineto's cat "kernel" stays, so every tool still sees a kernel.
+void ChromeTraceWriter::communication_args(const std::string& name) {
+  if (!is_communication_kernel(name)) return;
+  buffer_ += ",\"communication\":true";
+  const std::string_view collective = collective_of(name);
+  if (collective.empty()) return;
+  buffer_ += ",\"collective\":";
+  append_json_string(buffer_, std::string(collective));
 }
 
 void ChromeTraceWriter::memcpy(const Record& r) {

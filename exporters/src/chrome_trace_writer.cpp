@@ -6,6 +6,8 @@
 #include <cxxabi.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -18,6 +20,39 @@ using profiler::Record;
 using profiler::RecordKind;
 
 namespace {
+// An integer environment variable, or -1 when unset or not a number.
+int env_int(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return -1;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  return *end == '\0' && value >= 0 && value <= INT32_MAX ? static_cast<int>(value) : -1;
+}
+
+// Kineto's "distributedInfo" (backend, rank, world_size), plus local_rank and the host, which
+// a merge of several ranks' traces uses to tell the GPUs of one machine from another's.
+// Written when RANK is set (torchrun, torch.distributed and accelerate set it).
+// The backend is "nccl": the one CUDA jobs use (TORCH_DISTRIBUTED_BACKEND overrides it).
+void append_distributed_info(std::string& out, const profiler::TraceInfo& info) {
+  if (info.rank < 0) return;
+  out += ",\"distributedInfo\":{\"backend\":";
+  const char* backend = std::getenv("TORCH_DISTRIBUTED_BACKEND");
+  append_json_string(out, backend != nullptr && *backend != '\0' ? backend : "nccl");
+  out += ",\"rank\":";
+  append_int(out, info.rank);
+  out += ",\"local_rank\":";
+  const int local_rank = env_int("LOCAL_RANK");
+  append_int(out, local_rank >= 0 ? local_rank : info.rank);
+  out += ",\"world_size\":";
+  append_int(out, info.world_size >= 0 ? info.world_size : 1);
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+    out += ",\"host\":";
+    append_json_string(out, host);
+  }
+  out += '}';
+}
+
 std::string thread_name_of(std::uint32_t pid, std::uint32_t tid) {
   if (pid == static_cast<std::uint32_t>(getpid())) {
     std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
@@ -56,13 +91,7 @@ void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   buffer_ += ",\"startNs\":";
   append_int(buffer_, info.start_ns);
   buffer_ += '}';
-  if (info.rank >= 0) {
-    buffer_ += ",\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":";
-    append_int(buffer_, info.rank);
-    buffer_ += ",\"world_size\":";
-    append_int(buffer_, info.world_size >= 0 ? info.world_size : 1);
-    buffer_ += '}';
-  }
+  append_distributed_info(buffer_, info);
   buffer_ += ",\"traceEvents\":[";
   common("M", "process_name", nullptr, pid_, 0, info.start_ns);
   buffer_ += ",\"args\":{\"name\":";

@@ -76,6 +76,7 @@ Record kernel(const CUpti_ActivityKernel10& k) {
   r.u.kernel.registers_per_thread = k.registersPerThread;
   r.u.kernel.static_shared_memory = k.staticSharedMemory;
   r.u.kernel.dynamic_shared_memory = k.dynamicSharedMemory;
+  r.u.kernel.graph_id = k.graphId;
   return r;
 }
 

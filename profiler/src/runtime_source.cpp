@@ -86,6 +86,9 @@ void RuntimeSource::on_kernel(const ins::KernelActivity& kernel) {
   r.u.kernel.registers_per_thread = kernel.registers_per_thread;
   r.u.kernel.static_shared_memory = kernel.static_shared_memory;
   r.u.kernel.dynamic_shared_memory = kernel.dynamic_shared_memory;
+  const ins::GraphReplay replay = ins::current_graph_replay();
+  r.u.kernel.graph_id = replay.graph_id;
+  if (replay.correlation_id != 0) r.correlation_id = replay.correlation_id;
   buffers().emit(r);
 }
 
@@ -110,6 +113,9 @@ void RuntimeSource::on_copy(const ins::CopyActivity& copy) {
                                 copy.correlation_id);
   r.detail = static_cast<std::uint8_t>(copy_code(copy.kind));
   r.u.copy = {copy.bytes, copy.src_device, copy.dst_device};
+  if (const ins::GraphReplay replay = ins::current_graph_replay(); replay.correlation_id != 0) {
+    r.correlation_id = replay.correlation_id;
+  }
   buffers().emit(r);
 }
 
@@ -119,6 +125,9 @@ void RuntimeSource::on_memset(const ins::MemsetActivity& memset) {
   Record r = make_device_record(RecordKind::kMemset, memset.device, memset.stream_id, memset.start_ns, memset.end_ns,
                                 memset.correlation_id);
   r.u.memset = {memset.bytes, static_cast<std::uint32_t>(memset.value)};
+  if (const ins::GraphReplay replay = ins::current_graph_replay(); replay.correlation_id != 0) {
+    r.correlation_id = replay.correlation_id;
+  }
   buffers().emit(r);
 }
 

@@ -105,4 +105,11 @@ std::uint64_t host_time_ns() noexcept {
 #endif
 }
 
+namespace {
+thread_local GraphReplay graph_replay_of_thread;
+}  // namespace
+
+GraphReplay current_graph_replay() noexcept { return graph_replay_of_thread; }
+void set_current_graph_replay(GraphReplay replay) noexcept { graph_replay_of_thread = replay; }
+
 }  // namespace cudascope::cuda::instrumentation

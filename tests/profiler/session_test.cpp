@@ -2,6 +2,7 @@
 // path (observer -> record buffers -> writer thread -> sink) runs without a GPU.
 #include "test_support.h"
 
+#include <cudascope/cuda/graphs.h>
 #include <cudascope/cuda/memory.h>
 #include <cudascope/profiler/session.h>
 
@@ -80,6 +81,52 @@ TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelatio
   EXPECT_GE(allocations.back().u.allocator.reserved_bytes, 4096);
   EXPECT_EQ(sink.summary().dropped_buffer, 0u);
   EXPECT_EQ(sink.info().source, "sim");
+}
+
+TEST(SessionTest, AGraphReplaysKernelsCarryTheLaunchsCorrelationAndTheGraphsId) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  cuda::Stream stream(0);
+  cuda::StreamGuard on(stream);
+  cuda::CUDAGraph graph;
+  graph.capture_begin();
+  cuda::busy_wait(std::chrono::microseconds(50), stream);
+  cuda::busy_wait(std::chrono::microseconds(50), stream);
+  graph.capture_end();
+  Session session(sim_options());
+  session.start();
+  graph.replay();
+  graph.replay();
+  stream.synchronize();
+  session.stop();
+
+  MemorySink sink;
+  session.export_to(sink);
+  std::map<std::uint32_t, std::string> call_names;
+  for (const Record& call : of_kind(sink.records(), RecordKind::kRuntimeApi)) call_names[call.correlation_id] = call.u.api.name;
+  const auto kernels = of_kind(sink.records(), RecordKind::kKernel);
+  ASSERT_EQ(kernels.size(), 4u) << "two replays of a two-kernel graph";
+  std::map<std::uint32_t, int> kernels_per_launch;
+  for (const Record& kernel : kernels) {
+    EXPECT_NE(kernel.u.kernel.graph_id, 0u) << "a graph's kernel names its graph";
+    EXPECT_EQ(kernel.u.kernel.graph_id, kernels[0].u.kernel.graph_id);
+    ASSERT_TRUE(call_names.count(kernel.correlation_id)) << "each kernel leads back to a recorded call";
+    EXPECT_EQ(call_names[kernel.correlation_id], "cudaGraphLaunch");
+    kernels_per_launch[kernel.correlation_id]++;
+  }
+  EXPECT_EQ(kernels_per_launch.size(), 2u);
+  for (const auto& [correlation, count] : kernels_per_launch) EXPECT_EQ(count, 2) << correlation;
+
+  // Outside a replay the kernels are the program's own again.
+  Session eager(sim_options());
+  eager.start();
+  cuda::busy_wait(std::chrono::microseconds(10), stream);
+  stream.synchronize();
+  eager.stop();
+  MemorySink eager_sink;
+  eager.export_to(eager_sink);
+  const auto eager_kernels = of_kind(eager_sink.records(), RecordKind::kKernel);
+  ASSERT_EQ(eager_kernels.size(), 1u);
+  EXPECT_EQ(eager_kernels[0].u.kernel.graph_id, 0u);
 }
 
 TEST(SessionTest, AllocatorActionsArriveInTheProfilersVocabulary) {

@@ -7,6 +7,7 @@
 #include "sim_stream.h"
 
 #include "../check.h"
+#include "../jiterator/host_jit.h"
 #include "../runtime_state.h"
 #include "../tool_loader.h"
 
@@ -89,6 +90,11 @@ obs::CopyKind observed_kind(CopyKind kind) {
   }
   return obs::CopyKind::kDefault;
 }
+
+// Whether work queued on `s` reports its activity: while an observer is installed, and while
+// the stream captures (a graph's nodes then report when a replay runs under an observer, as
+// CUPTI records the kernels of graphs captured before tracing began).
+bool reports_activity(const SimStream& s) { return obs::observer() != nullptr || s.capture() != nullptr; }
 
 // Reports a synchronizing call's wait when an observer is installed.
 template <typename Wait>
@@ -418,9 +424,10 @@ class SimBackend final : public Backend {
   void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, CopyKind kind,
                     StreamHandle stream) override {
     SimStream& s = stream_of(device, stream);
-    if (obs::Observer* observer = obs::observer()) {
+    if (reports_activity(s)) {
+      obs::Observer* observer = obs::observer();
       const std::uint64_t call_start = obs::host_time_ns();
-      const std::uint32_t correlation = obs::next_correlation_id();
+      const std::uint32_t correlation = observer != nullptr ? obs::next_correlation_id() : 0;
       const obs::CopyKind observed = observed_kind(kind);
       const int src_device = kind == CopyKind::kDeviceToHost || kind == CopyKind::kDeviceToDevice ? device : -1;
       const int dst_device = kind == CopyKind::kHostToDevice || kind == CopyKind::kDeviceToDevice ? device : -1;
@@ -431,7 +438,7 @@ class SimBackend final : public Backend {
           o->on_copy({observed, device, src_device, dst_device, id, bytes, start, obs::host_time_ns(), correlation});
         }
       }, "memcpy");
-      observer->on_api_call({"cudaMemcpyAsync", call_start, obs::host_time_ns(), correlation});
+      if (observer != nullptr) observer->on_api_call({"cudaMemcpyAsync", call_start, obs::host_time_ns(), correlation});
     } else {
       s.enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); }, "memcpy");
     }
@@ -442,9 +449,10 @@ class SimBackend final : public Backend {
 
   void memset_async(int device, void* dst, int value, std::size_t bytes, StreamHandle stream) override {
     SimStream& s = stream_of(device, stream);
-    if (obs::Observer* observer = obs::observer()) {
+    if (reports_activity(s)) {
+      obs::Observer* observer = obs::observer();
       const std::uint64_t call_start = obs::host_time_ns();
-      const std::uint32_t correlation = obs::next_correlation_id();
+      const std::uint32_t correlation = observer != nullptr ? obs::next_correlation_id() : 0;
       s.enqueue([dst, value, bytes, device, id = s.id(), correlation] {
         const std::uint64_t start = obs::host_time_ns();
         std::memset(dst, value, bytes);
@@ -452,7 +460,7 @@ class SimBackend final : public Backend {
           o->on_memset({device, id, bytes, value, start, obs::host_time_ns(), correlation});
         }
       }, "memset");
-      observer->on_api_call({"cudaMemsetAsync", call_start, obs::host_time_ns(), correlation});
+      if (observer != nullptr) observer->on_api_call({"cudaMemsetAsync", call_start, obs::host_time_ns(), correlation});
     } else {
       s.enqueue([dst, value, bytes] { std::memset(dst, value, bytes); }, "memset");
     }
@@ -461,9 +469,10 @@ class SimBackend final : public Backend {
 
   void launch_tensor_kernel(int device, StreamHandle stream, const TensorKernel& kernel) override {
     SimStream& s = stream_of(device, stream);
-    if (obs::Observer* observer = obs::observer()) {
+    if (reports_activity(s)) {
+      obs::Observer* observer = obs::observer();
       const std::uint64_t call_start = obs::host_time_ns();
-      const std::uint32_t correlation = obs::next_correlation_id();
+      const std::uint32_t correlation = observer != nullptr ? obs::next_correlation_id() : 0;
       s.enqueue([kernel, device, id = s.id(), correlation] {
         const std::uint64_t start = obs::host_time_ns();
         run_tensor_kernel_on_host(kernel);
@@ -474,7 +483,7 @@ class SimBackend final : public Backend {
                         {block, 1, 1}, 32, 0, 0});
         }
       }, "kernel");
-      observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
+      if (observer != nullptr) observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
     } else {
       s.enqueue([kernel] { run_tensor_kernel_on_host(kernel); }, "kernel");
     }
@@ -487,9 +496,10 @@ class SimBackend final : public Backend {
       const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(nanoseconds);
       std::this_thread::sleep_until(until);
     };
-    if (obs::Observer* observer = obs::observer()) {
+    if (reports_activity(s)) {
+      obs::Observer* observer = obs::observer();
       const std::uint64_t call_start = obs::host_time_ns();
-      const std::uint32_t correlation = obs::next_correlation_id();
+      const std::uint32_t correlation = observer != nullptr ? obs::next_correlation_id() : 0;
       s.enqueue([spin, device, id = s.id(), correlation] {
         const std::uint64_t start = obs::host_time_ns();
         spin();
@@ -498,7 +508,7 @@ class SimBackend final : public Backend {
                         16, 0, 0});
         }
       }, "kernel");
-      observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
+      if (observer != nullptr) observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
     } else {
       s.enqueue(spin, "kernel");
     }
@@ -522,14 +532,40 @@ class SimBackend final : public Backend {
   void graph_launch(int device, GraphExecHandle exec, StreamHandle stream) override {
     SimStream& s = stream_of(device, stream);
     const std::uint64_t call_start = obs::host_time_ns();
-    graphs_.launch(exec, s);
-    report_api_call("cudaGraphLaunch", call_start);
+    obs::Observer* observer = obs::observer();
+    const std::uint32_t correlation = observer != nullptr ? obs::next_correlation_id() : 0;
+    graphs_.launch(exec, s, correlation);
+    if (observer != nullptr) observer->on_api_call({"cudaGraphLaunch", call_start, obs::host_time_ns(), correlation});
     if (launch_blocking()) s.synchronize();
   }
   void graph_destroy(int, GraphHandle graph) override { graphs_.destroy_graph(graph); }
   void graph_exec_destroy(int, GraphExecHandle exec) override { graphs_.destroy_exec(exec); }
   void graph_debug_dot_print(GraphHandle graph, const std::string& path) override { graphs_.write_dot(graph, path); }
   std::size_t graph_node_count(GraphHandle graph) override { return graphs_.node_count(graph); }
+
+  // jiterator: the code compiled for the host (jiterator/host_jit.h) on the calling thread,
+  // run on the stream's worker and reported as a kernel, as launch_tensor_kernel is.
+  void launch_jit_kernel(int device, StreamHandle stream, const JitKernel& kernel) override {
+    SimStream& s = stream_of(device, stream);
+    const HostJitKernel& compiled = host_jit_kernel(kernel);
+    const auto run = [fn = compiled.function, args = kernel.args] { fn(&args); };
+    if (reports_activity(s)) {
+      obs::Observer* observer = obs::observer();
+      const std::uint64_t call_start = obs::host_time_ns();
+      const std::uint32_t correlation = observer != nullptr ? obs::next_correlation_id() : 0;
+      s.enqueue([run, name = compiled.name.c_str(), device, id = s.id(), correlation] {
+        const std::uint64_t start = obs::host_time_ns();
+        run();
+        if (obs::Observer* o = obs::observer()) {
+          o->on_kernel({name, device, id, start, obs::host_time_ns(), correlation, {1, 1, 1}, {1, 1, 1}, 32, 0, 0});
+        }
+      }, "kernel");
+      if (observer != nullptr) observer->on_api_call({"cudaLaunchKernel", call_start, obs::host_time_ns(), correlation});
+    } else {
+      s.enqueue(run, "kernel");
+    }
+    if (launch_blocking()) s.synchronize();
+  }
 
  private:
   struct SimDevice {

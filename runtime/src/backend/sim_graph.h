@@ -30,6 +30,7 @@ struct SimGraph {
 // An instantiated graph: its nodes, fixed at instantiation as cudaGraphExec_t's are.
 struct SimGraphExec {
   std::shared_ptr<const SimGraph> graph;
+  std::uint32_t id = 0;  // reported as the graph id of the kernels a launch runs
 };
 
 // One capture sequence (cudaStreamBeginCapture .. cudaStreamEndCapture). The origin stream

@@ -4,6 +4,8 @@
 
 #include "../check.h"
 
+#include <cudascope/cuda/instrumentation.h>
+
 #include <algorithm>
 #include <fstream>
 #include <thread>
@@ -139,13 +141,22 @@ void SimGraphs::forget_event(EventHandle event) {
 
 GraphExecHandle SimGraphs::instantiate(GraphHandle graph) {
   CUDASCOPE_CHECK(graph != nullptr, error_code::kInvalidValue, "cudaGraphInstantiate", "no graph");
-  return new SimGraphExec{std::make_shared<const SimGraph>(*static_cast<SimGraph*>(graph))};
+  std::lock_guard lock(mutex_);
+  return new SimGraphExec{std::make_shared<const SimGraph>(*static_cast<SimGraph*>(graph)), next_graph_id_++};
 }
 
-void SimGraphs::launch(GraphExecHandle exec, SimStream& stream) {
+void SimGraphs::launch(GraphExecHandle exec, SimStream& stream, std::uint32_t correlation_id) {
   CUDASCOPE_CHECK(exec != nullptr, error_code::kInvalidValue, "cudaGraphLaunch", "no instantiated graph");
-  for (const SimGraphNode& node : static_cast<SimGraphExec*>(exec)->graph->nodes) {
-    stream.enqueue(node.work, node.label.c_str());
+  const auto* graph_exec = static_cast<SimGraphExec*>(exec);
+  const instrumentation::GraphReplay replay{correlation_id, graph_exec->id};
+  for (const SimGraphNode& node : graph_exec->graph->nodes) {
+    stream.enqueue(
+        [work = node.work, replay] {
+          instrumentation::set_current_graph_replay(replay);
+          work();
+          instrumentation::set_current_graph_replay({});
+        },
+        node.label.c_str());
   }
 }
 

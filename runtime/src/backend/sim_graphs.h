@@ -43,7 +43,9 @@ class SimGraphs {
   void forget_event(EventHandle event);
 
   GraphExecHandle instantiate(GraphHandle graph);
-  void launch(GraphExecHandle exec, SimStream& stream);
+  // Queues the graph's nodes on `stream`; their activity reports carry `correlation_id` (the
+  // launch call's) and the graph's id.
+  void launch(GraphExecHandle exec, SimStream& stream, std::uint32_t correlation_id);
   void destroy_graph(GraphHandle graph);
   void destroy_exec(GraphExecHandle exec);
   void write_dot(GraphHandle graph, const std::string& path);
@@ -57,6 +59,7 @@ class SimGraphs {
 
   mutable std::mutex mutex_;
   std::uint64_t next_capture_id_ = 1;
+  std::uint32_t next_graph_id_ = 1;
   std::vector<SimCapturePtr> underway_;
   std::map<EventHandle, CapturePoint> capture_events_;
 };

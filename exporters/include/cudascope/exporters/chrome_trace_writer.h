@@ -7,7 +7,8 @@
 //   - an "ac2g" flow ("s" on the launching API call, "f" with bp "e" on the kernel);
 //   - NVTX push/pop as "B"/"E" on the thread, marks as "i", start/end ranges as "b"/"e";
 //   - "C" counters of allocated and reserved device memory, and of dropped records;
-//   - "distributedInfo" with rank and world size when RANK / WORLD_SIZE are set.
+//   - "distributedInfo" (backend, rank, local_rank, world_size, host) when RANK is set;
+//   - NCCL kernels with "communication":true and "collective" in their args.
 //
 // Layout: the header and "traceEvents":[ come first, one event per line; deviceProperties
 // and the "cudascope" summary (records, dropped, "complete": true) after the array. A killed
@@ -59,6 +60,7 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   // One method per record kind. Device side (chrome_trace_device_events.cpp):
   void device_args(const profiler::Record& r);
   void kernel(const profiler::Record& r);
+  void communication_args(const std::string& kernel_name);
   void memcpy(const profiler::Record& r);
   void memset(const profiler::Record& r);
   void sync(const profiler::Record& r);

@@ -53,6 +53,7 @@ struct KernelPayload {
   std::int32_t registers_per_thread;
   std::int32_t static_shared_memory;
   std::int32_t dynamic_shared_memory;
+  std::uint32_t graph_id;  // the CUDA graph that launched it; 0: launched on its own
 };
 
 struct CopyPayload {

@@ -158,4 +158,14 @@ inline std::uint32_t next_correlation_id() noexcept {
 // timestamp costs a few ns even where clock_gettime is a system call). Thread-safe.
 std::uint64_t host_time_ns() noexcept;
 
+// The CUDA graph replay the calling thread is running a node of: the sim backend sets it
+// around each node, so the node's activity reports carry the cudaGraphLaunch's correlation
+// id and the graph's id, as CUPTI's records of graph kernels do on a GPU. {0, 0} otherwise.
+struct GraphReplay {
+  std::uint32_t correlation_id = 0;
+  std::uint32_t graph_id = 0;
+};
+GraphReplay current_graph_replay() noexcept;
+void set_current_graph_replay(GraphReplay replay) noexcept;
+
 }  // namespace cudascope::cuda::instrumentation
