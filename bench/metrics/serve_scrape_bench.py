@@ -35,8 +35,11 @@ def main():
     parser.add_argument("--scrapes", type=int, default=200)
     parser.add_argument("--budget-ms", type=float, default=5.0)
     parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("serve_flags", nargs="*")
-    args = parser.parse_args()
+    # Everything after "--" goes to serve as it is (argparse would take "--flag" for its own).
+    argv = sys.argv[1:]
+    serve_flags = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.serve_flags = serve_flags
 
     server = subprocess.Popen([args.cudascope, "serve", "--bind", "127.0.0.1:0", *args.serve_flags],
                               stderr=subprocess.PIPE, text=True)

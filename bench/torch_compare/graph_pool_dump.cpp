@@ -51,7 +51,11 @@ int main() {
   graph.replay();
   cuda::synchronize();
   print_stage("after_replay", false);
-  a = d = e = out = Tensor();
+  // In the order Python's `del a, d, e, out` frees them: the order decides which free blocks merge.
+  a = Tensor();
+  d = Tensor();
+  e = Tensor();
+  out = Tensor();
   print_stage("outputs_dropped", false);
   graph.reset();
   cuda::empty_cache();
