@@ -116,12 +116,14 @@ std::size_t blas_workspace_size(int device) {
 
 void* current_blas_handle() {
   const int device = current_device();
+  // CUBLAS_WORKSPACE_CONFIG is checked before cuBLAS sees it: cublasCreate reads it too and
+  // answers a value it cannot use with a bare allocation failure.
+  const std::size_t size = blas_workspace_size(device);
   BlasLibrary& blas = library();
   void* handle = pool().reserve(device);
   const Stream stream = current_stream(device);
   // As torch: the stream first (which resets the workspace to cuBLAS's own), then ours.
   blas.set_stream(handle, stream.handle());
-  const std::size_t size = blas_workspace_size(device);
   blas.set_workspace(handle, workspaces().get(handle, device, stream.handle(), size), size);
   return handle;
 }

@@ -23,8 +23,11 @@ Stream default_capture_stream(int device) {
 }  // namespace
 
 GraphCapture::GraphCapture(CUDAGraph& graph, std::optional<MempoolId> pool, std::optional<Stream> stream,
-                           CaptureErrorMode capture_error_mode)
-    : graph_(graph), previous_stream_(current_stream()), previous_device_(current_device()) {
+                           CaptureErrorMode capture_error_mode, int exceptions_at_start)
+    : exceptions_at_start_(exceptions_at_start),
+      graph_(graph),
+      previous_stream_(current_stream()),
+      previous_device_(current_device()) {
   // As torch: finish outstanding work and return cached memory before capturing, so the
   // capture starts from a quiet device.
   synchronize();
@@ -60,9 +63,8 @@ void GraphCapture::end() {
   restore();
 }
 
-GraphCapture::~GraphCapture() noexcept {
+void GraphCapture::finish(bool unwinding) noexcept {
   if (ended_) return;
-  const bool unwinding = std::uncaught_exceptions() > 0;
   try {
     if (unwinding) {
       graph_.reset();  // the scope failed: drop the capture

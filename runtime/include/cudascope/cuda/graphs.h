@@ -23,6 +23,7 @@
 #include <cudascope/cuda/tensor.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -107,10 +108,14 @@ class CUDAGraph {
 // destructor calls only when end() was not called: call end() to see them.
 class GraphCapture {
  public:
+  // The exception counts are read here, in the caller's code: a runtime library carrying its
+  // own copy of the C++ runtime (a toolchain that links libstdc++ statically, hidden) would
+  // count only the exceptions it threw itself.
   explicit GraphCapture(CUDAGraph& graph, std::optional<MempoolId> pool = std::nullopt,
                         std::optional<Stream> stream = std::nullopt,
-                        CaptureErrorMode capture_error_mode = CaptureErrorMode::kGlobal);
-  ~GraphCapture() noexcept;
+                        CaptureErrorMode capture_error_mode = CaptureErrorMode::kGlobal)
+      : GraphCapture(graph, pool, stream, capture_error_mode, std::uncaught_exceptions()) {}
+  ~GraphCapture() noexcept { finish(std::uncaught_exceptions() > exceptions_at_start_); }
   // Ends the capture now (capture_end) and restores the previous stream; throws its errors.
   void end();
   GraphCapture(const GraphCapture&) = delete;
@@ -121,6 +126,12 @@ class GraphCapture {
   static void* operator new[](std::size_t) = delete;
 
  private:
+  GraphCapture(CUDAGraph& graph, std::optional<MempoolId> pool, std::optional<Stream> stream,
+               CaptureErrorMode capture_error_mode, int exceptions_at_start);
+  // Scope exit: ends the capture, or drops it when the scope is left by an exception.
+  void finish(bool unwinding) noexcept;
+
+  int exceptions_at_start_;
   CUDAGraph& graph_;
   Stream previous_stream_;
   int previous_device_;
