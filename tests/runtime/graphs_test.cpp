@@ -62,10 +62,16 @@ TEST_F(GraphsTest, ReplayRecomputesFromTheStaticInputsAsEagerDoes) {
   cuda::StreamGuard on_side(side);
   Tensor x = cudascope::full({1024}, 1.0, on_cuda());
   Tensor y = cudascope::arange(1024, on_cuda());
+  // Copies' destinations exist before the capture, as static buffers do in torch programs
+  // (allocating pinned host memory is not allowed while a stream captures).
+  Tensor copied = cudascope::empty({1024}, on_cuda());
+  Tensor pinned = cudascope::empty({1024}).pin_memory();
   cuda::CUDAGraph graph;
   graph.capture_begin();
   EXPECT_TRUE(cuda::is_current_stream_capturing());
   Tensor out = x.add(y, 2.0).add(x);
+  copied.copy_(out);                         // a device-to-device copy node
+  pinned.copy_(out, /*non_blocking=*/true);  // and a device-to-host one
   graph.capture_end();
   EXPECT_FALSE(cuda::is_current_stream_capturing());
 
@@ -74,6 +80,9 @@ TEST_F(GraphsTest, ReplayRecomputesFromTheStaticInputsAsEagerDoes) {
     graph.replay();
     const Tensor eager = x.add(y, 2.0).add(x);
     EXPECT_TRUE(out.equal(eager)) << "after x.fill_(" << value << ")";
+    EXPECT_TRUE(copied.equal(eager)) << "after x.fill_(" << value << ")";
+    side.synchronize();
+    EXPECT_EQ(pinned.to_vector(), eager.to_vector()) << "after x.fill_(" << value << ")";
   }
 }
 
