@@ -1,18 +1,24 @@
 // `cudascope run [-o trace.json] [--activities LIST] [--delay S] [--duration S] -- cmd args...`:
 // records an unmodified program. The child gets libcudascope_inject.so through
 // CUDA_INJECTION64_PATH (loaded by the driver, or by the sim backend of programs using the
-// cudascope runtime) and NVTX_INJECTION64_PATH, and streams its trace to -o. The child's
+// cudascope runtime) and NVTX_INJECTION64_PATH, and streams its trace to -o. Every process
+// below it that uses CUDA records too (the variables are inherited): -o may be a pattern
+// (%r rank, %p pid, %h host; exporters/trace_path.h) expanded in each process, and a fixed
+// name gets ".<pid>" in any process but the first. Each process reports the file it writes
+// on a pipe, so the wrapper can list them all at the end. The child's
 // stdout/stderr are left alone; its exit status is passed through (128+N for signal N).
 #include "checks.h"
 #include "command.h"
 
 #include <cudascope/analysis/trace_reader.h>
+#include <cudascope/exporters/trace_path.h>
 #include <cudascope/profiler/activities.h>
 #include <cudascope/util/library_path.h>
 
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +31,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -150,6 +158,23 @@ std::string program_problem(const std::string& program) {
   return "cannot run '" + program + "': not found on PATH";
 }
 
+// Why -o cannot be written, or empty. A pattern is checked in its directory (as this process
+// would expand it) with a file name of this process's own: the literal "trace_%r.json" would
+// be shared by several `cudascope run` started at once (one per rank), each creating and
+// removing it to test the directory.
+std::string output_pattern_problem(const std::string& output) {
+  using namespace cudascope::exporters;
+  if (std::string problem = trace_path_pattern_problem(output); !problem.empty()) return problem;
+  if (!is_trace_path_pattern(output)) return cudascope::cli::output_file_problem(output);
+  const std::filesystem::path expanded(expand_trace_path(output, TracePathFields::of_this_process()));
+  const std::filesystem::path directory = expanded.has_parent_path() ? expanded.parent_path() : ".";
+  const std::string probe = (directory / (".cudascope-write-check." + std::to_string(getpid()))).string();
+  if (std::string problem = cudascope::cli::output_file_problem(probe); !problem.empty()) {
+    return "cannot write traces in " + directory.string() + " for the pattern '" + output + "': " + problem;
+  }
+  return {};
+}
+
 // Everything that would make the program run unrecorded is checked before it starts.
 void check_before_starting(const RunOptions& options) {
   if (options.command.empty()) throw std::runtime_error("no command to run: cudascope run [options] -- cmd args...");
@@ -159,12 +184,122 @@ void check_before_starting(const RunOptions& options) {
     throw std::runtime_error(std::string("--activities: ") + e.what());
   }
   // The flag's validator checked a given -o; this covers the default in the working directory.
-  if (const std::string problem = cudascope::cli::output_file_problem(options.output); !problem.empty()) {
+  if (const std::string problem = output_pattern_problem(options.output); !problem.empty()) {
     throw std::runtime_error("--output: " + problem);
   }
   cudascope::cli::check_backend_variable();
   if (const std::string problem = program_problem(options.command.front()); !problem.empty()) {
     throw std::runtime_error(problem);
+  }
+}
+
+// A trace file some recorded process wrote, with that process's last counts.
+struct TraceFile {
+  long pid = 0;
+  std::string path;
+  unsigned long long events = 0, dropped = 0;
+};
+
+// Reads the progress pipe the recorded processes share (injection_agent.h): "trace PID PATH"
+// when a process opens its trace, "EVENTS DROPPED PID" after each of its flushes. A terminal
+// gets one updating line of the totals; a log gets a line every 10 s.
+class Progress {
+ public:
+  explicit Progress(int fd) : fd_(fd), tty_(isatty(STDERR_FILENO) != 0), thread_([this] { loop(); }) {}
+  // After the program ended: what is still in the pipe, then the files. Workers the program
+  // left running may hold the pipe open, so this does not wait for its end.
+  std::vector<TraceFile> finish() {
+    done_ = true;
+    thread_.join();
+    if (tty_ && printed_) std::fputc('\n', stderr);
+    std::lock_guard lock(mutex_);
+    std::vector<TraceFile> files;
+    for (const auto& [pid, path] : paths_) {
+      const auto counts = counts_.find(pid);
+      files.push_back({pid, path, counts == counts_.end() ? 0 : counts->second.first,
+                       counts == counts_.end() ? 0 : counts->second.second});
+    }
+    return files;
+  }
+
+ private:
+  void loop() {
+    std::string pending;
+    char chunk[4096];
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = poll(&p, 1, done_.load() ? 0 : 200);  // once done, only what is there now
+      if (ready == 0 && done_.load()) break;
+      if (ready <= 0) continue;
+      const ssize_t n = read(fd_, chunk, sizeof chunk);
+      if (n <= 0) break;
+      pending.append(chunk, static_cast<std::size_t>(n));
+      for (std::size_t eol; (eol = pending.find('\n')) != std::string::npos; pending.erase(0, eol + 1)) {
+        line(pending.substr(0, eol));
+      }
+    }
+  }
+
+  void line(const std::string& text) {
+    std::lock_guard lock(mutex_);
+    long pid = 0;
+    int path_at = 0;
+    if (std::sscanf(text.c_str(), "trace %ld %n", &pid, &path_at) == 1 && path_at > 0) {
+      paths_[pid] = text.substr(static_cast<std::size_t>(path_at));
+      return;
+    }
+    unsigned long long e = 0, d = 0;
+    const int fields = std::sscanf(text.c_str(), "%llu %llu %ld", &e, &d, &pid);
+    if (fields < 2) return;
+    counts_[fields == 3 ? pid : 0] = {e, d};
+    unsigned long long events = 0, dropped = 0;
+    for (const auto& [owner, c] : counts_) {
+      events += c.first;
+      dropped += c.second;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const std::string processes = counts_.size() > 1 ? " in " + std::to_string(counts_.size()) + " processes" : "";
+    if (tty_) {
+      std::fprintf(stderr, "\rcudascope: recording, %llu events, %llu dropped%s ", events, dropped, processes.c_str());
+      printed_ = true;
+    } else if (now - last_line_ >= std::chrono::seconds(10)) {
+      std::fprintf(stderr, "cudascope: recording, %llu events, %llu dropped%s\n", events, dropped, processes.c_str());
+      last_line_ = now;
+    }
+  }
+
+  int fd_;
+  bool tty_;
+  bool printed_ = false;
+  std::atomic<bool> done_{false};
+  std::mutex mutex_;
+  std::map<long, std::string> paths_;                                      // pid -> trace file
+  std::map<long, std::pair<unsigned long long, unsigned long long>> counts_;  // pid -> events, dropped
+  std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// The end of a run: each trace written, closed if the program was killed before it could.
+void report_traces(std::vector<TraceFile> files, const std::string& output, int status) {
+  if (files.empty() && std::filesystem::exists(output)) files.push_back({0, output, 0, 0});  // an older injection library
+  if (files.empty()) {
+    std::fprintf(stderr, "cudascope: no trace written to %s (no process of the program used CUDA or NVTX)\n", output.c_str());
+    return;
+  }
+  for (const TraceFile& file : files) {
+    if (!WIFSIGNALED(status)) continue;
+    // Killed before it could close its trace: keep what it flushed, closed so it loads.
+    const std::string problem = cudascope::analysis::repair_trace_file(file.path);
+    if (!problem.empty()) std::fprintf(stderr, "cudascope: closing the cut-short trace: %s\n", problem.c_str());
+  }
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "cudascope: the program ended by signal %d; the trace holds what it recorded up to its last flush\n",
+                 WTERMSIG(status));
+  }
+  for (const TraceFile& file : files) {
+    const std::string who = files.size() > 1 ? " of process " + std::to_string(file.pid) : "";
+    std::fprintf(stderr, "cudascope: trace%s %s (%llu events, %llu dropped records)\n", who.c_str(), file.path.c_str(),
+                 file.events, file.dropped);
   }
 }
 
@@ -185,7 +320,10 @@ int run_traced(const RunOptions& options) {
     setenv("CUDASCOPE_TRACE", output.c_str(), 1);
     setenv("CUDASCOPE_TRACE_PID", std::to_string(getpid()).c_str(), 1);
     setenv("CUDASCOPE_ACTIVITIES", options.activities.c_str(), 1);
-    setenv("CUDASCOPE_PROGRESS_FD", std::to_string(progress[1]).c_str(), 1);
+    struct stat pipe_status {};
+    fstat(progress[1], &pipe_status);  // the inode tells the pipe from a later file on that number
+    const std::string progress_fd = std::to_string(progress[1]) + ":" + std::to_string(pipe_status.st_ino);
+    setenv("CUDASCOPE_PROGRESS_FD", progress_fd.c_str(), 1);
     if (options.delay > 0) setenv("CUDASCOPE_DELAY", std::to_string(options.delay).c_str(), 1);
     if (options.duration > 0) setenv("CUDASCOPE_DURATION", std::to_string(options.duration).c_str(), 1);
     if (options.cupti_buffer > 0) setenv("CUDASCOPE_CUPTI_BUFFER", std::to_string(options.cupti_buffer).c_str(), 1);
@@ -203,58 +341,16 @@ int run_traced(const RunOptions& options) {
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, &forward_signal);
 
-  std::atomic<bool> done{false};
-  std::atomic<unsigned long long> events{0}, dropped{0};
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  std::thread reader([&] {
-    std::string pending;
-    char chunk[256];
-    auto last_line = std::chrono::steady_clock::now();
-    while (!done.load()) {
-      pollfd fd{progress[0], POLLIN, 0};
-      if (poll(&fd, 1, 200) <= 0) continue;
-      const ssize_t n = read(progress[0], chunk, sizeof chunk);
-      if (n <= 0) break;
-      pending.append(chunk, static_cast<std::size_t>(n));
-      for (std::size_t eol; (eol = pending.find('\n')) != std::string::npos; pending.erase(0, eol + 1)) {
-        unsigned long long e = 0, d = 0;
-        if (std::sscanf(pending.c_str(), "%llu %llu", &e, &d) == 2) {
-          events = e;
-          dropped = d;
-          // A terminal gets one updating line; a log gets a line every 10 s.
-          const auto now = std::chrono::steady_clock::now();
-          if (tty) {
-            std::fprintf(stderr, "\rcudascope: recording, %llu events, %llu dropped ", e, d);
-          } else if (now - last_line >= std::chrono::seconds(10)) {
-            std::fprintf(stderr, "cudascope: recording, %llu events, %llu dropped\n", e, d);
-            last_line = now;
-          }
-        }
-      }
-    }
-  });
+  Progress progress_lines(progress[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  done = true;
-  reader.join();
+  const std::vector<TraceFile> files = progress_lines.finish();
   close(progress[0]);
-  if (tty) std::fputc('\n', stderr);
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (live_metrics.no_trace) return exit_code;
-  if (!std::filesystem::exists(output)) {
-    std::fprintf(stderr, "cudascope: no trace written to %s (the program never used CUDA or NVTX)\n", output.c_str());
-    return exit_code;
-  }
-  if (WIFSIGNALED(status)) {
-    // Killed before it could close its trace: keep what it flushed, closed so it loads.
-    const std::string problem = cudascope::analysis::repair_trace_file(output);
-    if (!problem.empty()) std::fprintf(stderr, "cudascope: closing the cut-short trace: %s\n", problem.c_str());
-    std::fprintf(stderr, "cudascope: the program ended by signal %d; the trace holds what it recorded up to its last flush\n",
-                 WTERMSIG(status));
-  }
-  std::fprintf(stderr, "cudascope: trace %s (%llu events, %llu dropped records)\n", output.c_str(), events.load(), dropped.load());
+  report_traces(files, output, status);
   return exit_code;
 }
 
@@ -265,8 +361,10 @@ CUDASCOPE_COMMAND(run, 30) {
   CLI::App* sub = app.add_subcommand("run", "Record a program's CUDA activity and NVTX ranges into a Chrome trace");
   using cudascope::cli::FiniteRange;
   constexpr double kWeek = 7 * 24 * 3600;
-  sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)")
-      ->check(cudascope::cli::WritableFile())
+  sub->add_option("-o,--output", options.output,
+                  "Trace file (.json or .json.gz); a pattern gives each process its own: %r rank (RANK; 'norank' "
+                  "when unset), %p pid, %h host, %% a '%' (e.g. trace_%r.json.gz under torchrun)")
+      ->check(CLI::Validator([](std::string& path) { return output_pattern_problem(path); }, "FILE (writable)", "TRACE_PATH"))
       ->capture_default_str();
   sub->add_option("--activities", options.activities,
                   "Comma-separated: kernel,memcpy,memset,sync,runtime,driver,nvtx,allocator,overhead,all,default");

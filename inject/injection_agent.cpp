@@ -2,6 +2,9 @@
 #include "live_metrics.h"
 
 #include <cudascope/exporters/chrome_trace_writer.h>
+#include <cudascope/exporters/trace_path.h>
+
+#include <sys/stat.h>
 
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace cudascope::inject {
@@ -27,18 +31,34 @@ double env_seconds(const char* name) {
   return value;
 }
 
+// CUDASCOPE_TRACE expanded for this process (exporters/trace_path.h): a pattern gives each
+// rank and worker its own file; a name another live process writes gets ".<pid>".
 std::string trace_path() {
   const char* text = std::getenv("CUDASCOPE_TRACE");
-  const std::string pid = std::to_string(getpid());
-  std::string path = text != nullptr && *text != '\0' ? text : "cudascope-" + pid + ".json";
+  const std::string pattern = text != nullptr && *text != '\0' ? text : "cudascope-%p.json";
   const char* owner = std::getenv("CUDASCOPE_TRACE_PID");
-  if (owner != nullptr && pid != owner) {
-    // Another process of the recorded program: its own file beside the main one.
-    std::size_t dot = path.rfind(".json");
-    if (dot == std::string::npos) dot = path.size();
-    path.insert(dot, "." + pid);
-  }
-  return path;
+  return exporters::choose_trace_path(pattern, owner != nullptr ? owner : "", exporters::TracePathFields::of_this_process());
+}
+
+// CUDASCOPE_PROGRESS_FD="fd:inode": the pipe `cudascope run` reads. A process further down
+// (torchrun's workers, started with close_fds) may have that number on a file of its own,
+// so the descriptor is used only while it is still that pipe.
+int progress_descriptor() {
+  const char* text = std::getenv("CUDASCOPE_PROGRESS_FD");
+  if (text == nullptr || *text == '\0') return -1;
+  char* end = nullptr;
+  const long fd = std::strtol(text, &end, 10);
+  struct stat status {};
+  if (fd < 0 || fstat(static_cast<int>(fd), &status) != 0 || !S_ISFIFO(status.st_mode)) return -1;
+  if (*end == ':' && std::strtoull(end + 1, nullptr, 10) != static_cast<unsigned long long>(status.st_ino)) return -1;
+  return static_cast<int>(fd);
+}
+
+// One line on the progress pipe; lines are shorter than PIPE_BUF, so the lines of several
+// recorded processes never interleave.
+void report(int fd, const std::string& line) {
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t written = write(fd, line.data(), line.size());
 }
 
 // SIGINT / SIGTERM with the default action (terminate): finish the trace first. The handler
@@ -91,7 +111,6 @@ void InjectionAgent::ensure_started() noexcept {
   if (configured_) return;
   configured_ = true;
   try {
-    path_ = trace_path();
     if (const char* list = std::getenv("CUDASCOPE_ACTIVITIES"); list != nullptr && *list != '\0') {
       options_.activities = profiler::ActivitySet::parse(list);
     }
@@ -99,7 +118,7 @@ void InjectionAgent::ensure_started() noexcept {
       options_.cupti_buffer_bytes = std::strtoull(bytes, nullptr, 10);
       if (options_.cupti_buffer_bytes < 4096) options_.cupti_buffer_bytes = 4096;
     }
-    if (const char* fd = std::getenv("CUDASCOPE_PROGRESS_FD"); fd != nullptr && *fd != '\0') progress_fd_ = std::atoi(fd);
+    progress_fd_ = progress_descriptor();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
     finished_ = true;
@@ -108,10 +127,11 @@ void InjectionAgent::ensure_started() noexcept {
   options_.source = source_;
   if (progress_fd_ >= 0) {
     options_.on_flush = [fd = progress_fd_](const profiler::SessionStats& stats) {
-      char line[64];
-      const int n = std::snprintf(line, sizeof line, "%llu %llu\n", static_cast<unsigned long long>(stats.events),
-                                  static_cast<unsigned long long>(stats.dropped_buffer + stats.dropped_cupti));
-      [[maybe_unused]] const ssize_t written = write(fd, line, static_cast<std::size_t>(n));
+      char line[96];
+      const int n = std::snprintf(line, sizeof line, "%llu %llu %ld\n", static_cast<unsigned long long>(stats.events),
+                                  static_cast<unsigned long long>(stats.dropped_buffer + stats.dropped_cupti),
+                                  static_cast<long>(getpid()));
+      report(fd, std::string(line, static_cast<std::size_t>(n)));
     };
   }
   install_exit_handlers();
@@ -138,9 +158,13 @@ void InjectionAgent::ensure_started() noexcept {
 void InjectionAgent::start_locked() noexcept {
   if (finished_ || session_) return;
   try {
+    // Named (and the name claimed) only now: a delayed or metrics-only recording leaves no
+    // empty file behind.
+    if (trace_wanted()) path_ = trace_path();
     auto sink = open_recording_sinks(path_, options_);  // the trace, and live metrics with CUDASCOPE_METRICS
     session_ = std::make_unique<profiler::Session>(options_);
     session_->start(std::move(sink));
+    if (trace_wanted()) report(progress_fd_, "trace " + std::to_string(getpid()) + " " + path_ + "\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
     session_.reset();

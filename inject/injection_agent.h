@@ -4,13 +4,17 @@
 // SIGTERM, or after CUDASCOPE_DURATION.
 //
 // Environment (`cudascope run` sets these):
-//   CUDASCOPE_TRACE=path        trace file (.json or .json.gz); default cudascope-<pid>.json
-//   CUDASCOPE_TRACE_PID=pid     the process that owns `path`; any other process (a worker it
-//                               started) writes path with ".<pid>" before the extension
+//   CUDASCOPE_TRACE=path        trace file (.json or .json.gz), a pattern with %r %p %h %%
+//                               (exporters/trace_path.h); default cudascope-<pid>.json. A
+//                               name another live process is writing gets ".<pid>" added
+//   CUDASCOPE_TRACE_PID=pid     the process that owns a fixed `path`; any other process (a
+//                               worker it started) writes path with ".<pid>" before the extension
 //   CUDASCOPE_ACTIVITIES=list   see ActivitySet::parse (default: ActivitySet::defaults())
 //   CUDASCOPE_DELAY=s, CUDASCOPE_DURATION=s   record from s seconds after load, for s seconds
 //   CUDASCOPE_CUPTI_BUFFER=bytes              each CUPTI activity buffer (default 8 MiB)
-//   CUDASCOPE_PROGRESS_FD=fd    after each flush, write "<events> <dropped>\n" there
+//   CUDASCOPE_PROGRESS_FD=fd[:inode]   the pipe of `cudascope run` (used only while fd is
+//                               still that pipe): "trace <pid> <path>\n" when the trace file is
+//                               opened, and "<events> <dropped> <pid>\n" after each flush
 //
 // Thread-safety: every method may be called from any thread; they serialise on one mutex.
 // A failure never stops the program being recorded: it is reported on stderr.

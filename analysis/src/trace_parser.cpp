@@ -178,6 +178,9 @@ JsonStatus TraceParser::header_member(const std::string& key) {
   } else if (key == "distributedInfo") {
     if (!value["rank"].get_int64().get(number)) model.rank = static_cast<int>(number);
     if (!value["world_size"].get_int64().get(number)) model.world_size = static_cast<int>(number);
+    if (!value["local_rank"].get_int64().get(number)) model.local_rank = static_cast<int>(number);
+    if (!value["host"].get_string().get(text)) model.host = text;
+    if (!value["backend"].get_string().get(text)) model.distributed_backend = text;
   } else if (key == "cudascope") {
     header_.cudascope = true;
     if (!value["source"].get_string().get(text)) model.source = text;

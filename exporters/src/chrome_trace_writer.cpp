@@ -29,9 +29,9 @@ int env_int(const char* name) {
   return *end == '\0' && value >= 0 && value <= INT32_MAX ? static_cast<int>(value) : -1;
 }
 
-// Kineto's "distributedInfo" (backend, rank, world_size), plus local_rank and the host, which
-// a merge of several ranks' traces uses to tell the GPUs of one machine from another's.
-// Written when RANK is set (torchrun, torch.distributed and accelerate set it).
+// Kineto's "distributedInfo" (backend, rank, world_size), written when RANK is set; with
+// LOCAL_RANK too (torchrun, accelerate and deepspeed set both), local_rank and the host, which
+// a merge of several machines' ranks uses to tell one machine's GPUs from another's.
 // The backend is "nccl": the one CUDA jobs use (TORCH_DISTRIBUTED_BACKEND overrides it).
 void append_distributed_info(std::string& out, const profiler::TraceInfo& info) {
   if (info.rank < 0) return;
@@ -40,15 +40,16 @@ void append_distributed_info(std::string& out, const profiler::TraceInfo& info) 
   append_json_string(out, backend != nullptr && *backend != '\0' ? backend : "nccl");
   out += ",\"rank\":";
   append_int(out, info.rank);
-  out += ",\"local_rank\":";
-  const int local_rank = env_int("LOCAL_RANK");
-  append_int(out, local_rank >= 0 ? local_rank : info.rank);
   out += ",\"world_size\":";
   append_int(out, info.world_size >= 0 ? info.world_size : 1);
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
-    out += ",\"host\":";
-    append_json_string(out, host);
+  if (const int local_rank = env_int("LOCAL_RANK"); local_rank >= 0) {
+    out += ",\"local_rank\":";
+    append_int(out, local_rank);
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+      out += ",\"host\":";
+      append_json_string(out, host);
+    }
   }
   out += '}';
 }

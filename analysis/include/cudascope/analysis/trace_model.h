@@ -159,6 +159,9 @@ class TraceModel {
   std::vector<TraceDevice> devices;
   int rank = -1;          // distributedInfo
   int world_size = -1;
+  int local_rank = -1;    // distributedInfo's local_rank (cudascope; -1 when absent)
+  std::string host;       // distributedInfo's host (cudascope; empty when absent)
+  std::string distributed_backend;  // distributedInfo's backend ("nccl", "gloo", ...)
   std::string source;     // cudascope: "cuda" or "sim"
   std::int64_t base_time_ns = 0;  // Kineto's baseTimeNanoseconds (0: none)
   bool complete = false;  // cudascope: the writer's summary says the recording ended normally;

@@ -7,7 +7,8 @@
 //   - an "ac2g" flow ("s" on the launching API call, "f" with bp "e" on the kernel);
 //   - NVTX push/pop as "B"/"E" on the thread, marks as "i", start/end ranges as "b"/"e";
 //   - "C" counters of allocated and reserved device memory, and of dropped records;
-//   - "distributedInfo" (backend, rank, local_rank, world_size, host) when RANK is set;
+//   - "distributedInfo" (backend, rank, world_size) when RANK is set, local_rank and host
+//     when LOCAL_RANK is set too;
 //   - NCCL kernels with "communication":true and "collective" in their args.
 //
 // Layout: the header and "traceEvents":[ come first, one event per line; deviceProperties

@@ -1,0 +1,61 @@
+#pragma once
+// Several ranks' summaries (rank_summary.h) side by side: a table per rank (step time, how
+// the GPU spent it, exposed communication) and a table across ranks per step (fastest,
+// median and slowest rank, and by how much the slowest trailed). Works on summaries only, so
+// the traces are read one at a time (or not at all, where the summaries were written beside
+// them): memory is bounded by the largest single trace, not the sum.
+//
+// Steps are matched across ranks by name when every rank's step names are distinct
+// ("ProfilerStep#12" on each rank), else by their order.
+//
+// Thread-safety: free functions, no shared state.
+
+#include <cudascope/analysis/rank_summary.h>
+#include <cudascope/analysis/trace_stats.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cudascope::analysis {
+
+struct RankRow {
+  std::string label;          // the rank ("3"), or the file when the trace names no rank
+  int rank = -1;
+  std::string host;
+  std::string file;
+  int steps = 0;
+  std::int64_t step_mean_ns = 0;
+  std::int64_t step_max_ns = 0;
+  StepTimes sum;              // over the steps; the whole trace's figures when it has none
+};
+
+struct StepRow {
+  std::string step;           // the step's name (matched by name) or "#N" (matched by order)
+  int ranks = 0;              // ranks that have this step
+  std::string fastest;        // rank labels
+  std::string slowest;
+  std::int64_t fastest_ns = 0;
+  std::int64_t median_ns = 0;
+  std::int64_t slowest_ns = 0;
+  std::string most_exposed;   // the rank with the most exposed communication in the step
+  std::int64_t most_exposed_ns = 0;
+  std::int64_t over_median_ns() const noexcept { return slowest_ns - median_ns; }
+  std::int64_t over_fastest_ns() const noexcept { return slowest_ns - fastest_ns; }
+};
+
+struct RankReport {
+  std::vector<RankRow> ranks;   // by rank, then file
+  std::vector<StepRow> steps;   // in step order
+  bool matched_by_name = true;
+  std::map<std::string, int> slowest_counts;  // rank label -> steps in which it was slowest
+  std::vector<std::string> notes;             // ranks with a different number of steps, ...
+};
+
+RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries);
+
+// Aligned tables, CSV (a "section" column first: rank or step) or one JSON object.
+std::string format_rank_report(const RankReport& report, StatsFormat format);
+
+}  // namespace cudascope::analysis

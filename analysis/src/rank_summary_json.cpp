@@ -1,0 +1,203 @@
+// A rank summary as JSON, and back. Written without a DOM (util::append_json_string escapes
+// as every cudascope writer does); read with simdjson, as the trace header is.
+#include <cudascope/analysis/rank_summary.h>
+#include <cudascope/util/byte_source.h>
+#include <cudascope/util/input_budget.h>
+#include <cudascope/util/json_escape.h>
+#include <cudascope/util/output_file.h>
+
+#include <simdjson.h>
+
+namespace cudascope::analysis {
+namespace {
+
+constexpr std::string_view kFirstMember = "{\"cudascopeRankSummary\":";
+
+void member(std::string& out, const char* key, std::int64_t value) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  out += std::to_string(value);
+}
+
+void member(std::string& out, const char* key, const std::string& value) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  util::append_json_string(out, value);
+}
+
+void times_json(std::string& out, const StepTimes& t) {
+  out += "{\"name\":";
+  util::append_json_string(out, t.name);
+  member(out, "start_ns", t.start_ns);
+  member(out, "end_ns", t.end_ns);
+  member(out, "compute_ns", t.compute_ns);
+  member(out, "communication_ns", t.communication_ns);
+  member(out, "exposed_communication_ns", t.exposed_communication_ns);
+  member(out, "copy_ns", t.copy_ns);
+  member(out, "idle_ns", t.idle_ns);
+  out += '}';
+}
+
+// Reads one member; a missing one keeps the default, a mistyped one is an error.
+class Reader {
+ public:
+  explicit Reader(std::string& error) : error_(error) {}
+  void integer(simdjson::dom::object o, const char* key, std::int64_t& out, const std::string& where) {
+    simdjson::dom::element value;
+    if (o[key].get(value)) return;
+    if (value.get_int64().get(out)) fail(where + "\"" + key + "\" is not an integer");
+  }
+  void integer(simdjson::dom::object o, const char* key, int& out, const std::string& where) {
+    std::int64_t wide = out;
+    integer(o, key, wide, where);
+    out = static_cast<int>(wide);
+  }
+  void text(simdjson::dom::object o, const char* key, std::string& out, const std::string& where) {
+    simdjson::dom::element value;
+    if (o[key].get(value)) return;
+    std::string_view view;
+    if (value.get_string().get(view)) fail(where + "\"" + key + "\" is not a string");
+    else out = view;
+  }
+  void times(simdjson::dom::element e, StepTimes& t, const std::string& where) {
+    simdjson::dom::object o;
+    if (e.get_object().get(o)) return fail(where + "is not an object");
+    text(o, "name", t.name, where);
+    integer(o, "start_ns", t.start_ns, where);
+    integer(o, "end_ns", t.end_ns, where);
+    integer(o, "compute_ns", t.compute_ns, where);
+    integer(o, "communication_ns", t.communication_ns, where);
+    integer(o, "exposed_communication_ns", t.exposed_communication_ns, where);
+    integer(o, "copy_ns", t.copy_ns, where);
+    integer(o, "idle_ns", t.idle_ns, where);
+  }
+  void fail(const std::string& what) {
+    if (error_.empty()) error_ = what;
+  }
+
+ private:
+  std::string& error_;
+};
+
+}  // namespace
+
+std::string rank_summary_json(const RankSummary& s) {
+  std::string out(kFirstMember);
+  out += std::to_string(RankSummary::kVersion);
+  member(out, "file", s.file);
+  member(out, "format", s.format);
+  member(out, "rank", s.rank);
+  member(out, "local_rank", s.local_rank);
+  member(out, "world_size", s.world_size);
+  member(out, "host", s.host);
+  member(out, "backend", s.backend);
+  out += ",\"devices\":[";
+  for (std::size_t i = 0; i < s.devices.size(); ++i) out += (i == 0 ? "" : ",") + std::to_string(s.devices[i]);
+  out += ']';
+  member(out, "step_rule", s.step_rule);
+  member(out, "kernels", s.kernels);
+  member(out, "communication_kernels", s.communication_kernels);
+  out += ",\"total\":";
+  times_json(out, s.total);
+  out += ",\"steps\":[";
+  for (std::size_t i = 0; i < s.steps.size(); ++i) {
+    out += i == 0 ? "\n" : ",\n";
+    times_json(out, s.steps[i]);
+  }
+  out += "]}\n";
+  return out;
+}
+
+RankSummaryReadResult parse_rank_summary(const std::string& text, const std::string& origin) {
+  RankSummaryReadResult result;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto error = parser.parse(text).get(root); error) {
+    result.error = origin + ": not JSON: " + simdjson::error_message(error);
+    return result;
+  }
+  simdjson::dom::object o;
+  std::int64_t version = 0;
+  if (root.get_object().get(o) || o["cudascopeRankSummary"].get_int64().get(version)) {
+    result.error = origin + ": not a rank summary (no \"cudascopeRankSummary\" version; write one with "
+                            "cudascope stats --summary-out)";
+    return result;
+  }
+  if (version != RankSummary::kVersion) {
+    result.error = origin + ": rank summary version " + std::to_string(version) + ", this cudascope reads version " +
+                   std::to_string(RankSummary::kVersion);
+    return result;
+  }
+  RankSummary& s = result.summary;
+  Reader read(result.error);
+  const std::string where = origin + ": ";
+  read.text(o, "file", s.file, where);
+  read.text(o, "format", s.format, where);
+  read.integer(o, "rank", s.rank, where);
+  read.integer(o, "local_rank", s.local_rank, where);
+  read.integer(o, "world_size", s.world_size, where);
+  read.text(o, "host", s.host, where);
+  read.text(o, "backend", s.backend, where);
+  read.text(o, "step_rule", s.step_rule, where);
+  read.integer(o, "kernels", s.kernels, where);
+  read.integer(o, "communication_kernels", s.communication_kernels, where);
+  simdjson::dom::array array;
+  if (!o["devices"].get_array().get(array)) {
+    for (simdjson::dom::element d : array) {
+      std::int64_t device = 0;
+      if (d.get_int64().get(device)) read.fail(where + "\"devices\" holds a non-integer");
+      s.devices.push_back(static_cast<int>(device));
+    }
+  }
+  simdjson::dom::element total;
+  if (!o["total"].get(total)) read.times(total, s.total, where + "\"total\" ");
+  if (!o["steps"].get_array().get(array)) {
+    std::size_t index = 0;
+    for (simdjson::dom::element step : array) {
+      s.steps.emplace_back();
+      read.times(step, s.steps.back(), where + "step " + std::to_string(index++) + " ");
+    }
+  }
+  if (!result.error.empty()) result.summary = {};
+  return result;
+}
+
+RankSummaryReadResult read_rank_summary(const std::string& path) {
+  std::string error;
+  const std::string text = util::read_file(path, util::input_budget(), error);
+  if (!error.empty()) return {{}, error};
+  return parse_rank_summary(text, path);
+}
+
+bool is_rank_summary_file(const std::string& path) {
+  std::string error;
+  auto source = util::open_input(path, kFirstMember.size() + 64, error);
+  if (!source) return false;
+  char head[64] = {};
+  std::size_t got = 0;
+  while (got < sizeof head) {
+    const std::size_t n = source->read(head + got, sizeof head - got);
+    if (n == 0) break;
+    got += n;
+  }
+  std::string_view text(head, got);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\n' || text.front() == '\r' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  return text.substr(0, kFirstMember.size()) == kFirstMember;
+}
+
+std::string write_rank_summary(const RankSummary& summary, const std::string& path) {
+  try {
+    util::OutputFile out(path, 6);
+    out.write(rank_summary_json(summary));
+    out.close();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace cudascope::analysis

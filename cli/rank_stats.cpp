@@ -1,0 +1,55 @@
+#include "rank_stats.h"
+
+#include <cudascope/analysis/rank_merge.h>
+#include <cudascope/analysis/trace_loader.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace cudascope::cli {
+namespace {
+
+// A trace is loaded, summarised and released before the next input is read.
+analysis::RankSummary summary_of_input(const std::string& path, const RankStatsOptions& options, bool& violations) {
+  if (analysis::is_rank_summary_file(path)) {
+    analysis::RankSummaryReadResult read = analysis::read_rank_summary(path);
+    if (!read.ok()) throw std::runtime_error(read.error);
+    return std::move(read.summary);
+  }
+  const analysis::TraceLoadResult loaded = analysis::load_trace(path);
+  if (!loaded.ok()) throw std::runtime_error(loaded.error);
+  for (const std::string& note : loaded.model->notes) std::fprintf(stderr, "%s: %s\n", path.c_str(), note.c_str());
+  if (options.check) {
+    for (const std::string& problem : analysis::validate_trace(*loaded.model)) {
+      std::fprintf(stderr, "%s: %s\n", path.c_str(), problem.c_str());
+      violations = true;
+    }
+  }
+  return analysis::summarize_rank(*loaded.model, path, options.summary);
+}
+
+}  // namespace
+
+int print_rank_stats(const RankStatsOptions& options) {
+  std::vector<analysis::RankSummary> summaries;
+  bool violations = false;
+  for (const std::string& path : options.inputs) summaries.push_back(summary_of_input(path, options, violations));
+  const analysis::RankReport report = analysis::merge_rank_summaries(summaries);
+  std::fputs(analysis::format_rank_report(report, options.format).c_str(), stdout);
+  return violations ? 1 : 0;
+}
+
+void write_rank_summary_of(const std::string& trace, const std::string& summary_path,
+                           const analysis::RankSummaryOptions& options) {
+  const analysis::TraceLoadResult loaded = analysis::load_trace(trace);
+  if (!loaded.ok()) throw std::runtime_error(loaded.error);
+  const analysis::RankSummary summary = analysis::summarize_rank(*loaded.model, trace, options);
+  if (const std::string problem = analysis::write_rank_summary(summary, summary_path); !problem.empty()) {
+    throw std::runtime_error("--summary-out: " + problem);
+  }
+  std::fprintf(stderr, "%s: rank %s summary written to %s (%zu steps by %s)\n", trace.c_str(),
+               summary.rank >= 0 ? std::to_string(summary.rank).c_str() : "(none)", summary_path.c_str(),
+               summary.steps.size(), summary.step_rule.c_str());
+}
+
+}  // namespace cudascope::cli
