@@ -124,22 +124,33 @@ CUDASCOPE_TORCH_EXPORT void cudascope_torch_record_stream(void* ptr, void* strea
   }
 }
 
-namespace {
-[[noreturn]] void refuse_pools(const char* hook) {
-  throw std::runtime_error(
-      std::string("cudascope_torch: ") + hook +
-      ": CUDA graph capture (torch.cuda.graph, CUDAGraph.capture_begin, torch.compile's cudagraphs) and "
-      "torch.cuda.MemPool need the allocator's private memory pools "
-      "(PyTorch's beginAllocateToPool), which libcudascope_torch_allocator does not implement yet; "
-      "capture this graph under PyTorch's own allocator (run without cudascope_torch.enable())");
-}
-}  // namespace
-
-CUDASCOPE_TORCH_EXPORT void cudascope_torch_begin_allocate_to_pool(int /*device*/, cudascope_torch_pool_id /*pool*/,
-                                                                   std::function<bool(void*)> /*stream_filter*/) {
-  refuse_pools("begin_allocate_to_pool");
+// CUDA graphs and torch.cuda.MemPool: PyTorch's CUDAGraph (and MemPool) tell the allocator
+// which pool to serve a capture's streams from; cudascope's allocator keeps private pools as
+// PyTorch's does (memory.h), so the hooks forward. stream_filter receives a cudaStream_t.
+CUDASCOPE_TORCH_EXPORT void cudascope_torch_begin_allocate_to_pool(int device, cudascope_torch_pool_id pool,
+                                                                   std::function<bool(void*)> stream_filter) {
+  clear_last_error();
+  try {
+    cuda::memory::begin_allocate_to_pool(device, pool, std::move(stream_filter));
+  } catch (const std::exception& e) {
+    fail(e);
+  }
 }
 
-// Nothing was begun, so there is nothing to end or release.
-CUDASCOPE_TORCH_EXPORT void cudascope_torch_end_allocate_to_pool(int /*device*/, cudascope_torch_pool_id /*pool*/) {}
-CUDASCOPE_TORCH_EXPORT void cudascope_torch_release_pool(int /*device*/, cudascope_torch_pool_id /*pool*/) {}
+CUDASCOPE_TORCH_EXPORT void cudascope_torch_end_allocate_to_pool(int device, cudascope_torch_pool_id pool) {
+  clear_last_error();
+  try {
+    cuda::memory::end_allocate_to_pool(device, pool);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+}
+
+CUDASCOPE_TORCH_EXPORT void cudascope_torch_release_pool(int device, cudascope_torch_pool_id pool) {
+  clear_last_error();
+  try {
+    cuda::memory::release_pool(device, pool);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+}

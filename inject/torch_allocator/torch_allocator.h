@@ -56,9 +56,9 @@ void cudascope_torch_record_stream(void* ptr, void* stream);
 
 #ifdef __cplusplus
 // The CUDA-graph pool hooks (set_begin_allocate_to_pool, set_end_allocate_to_pool_fn,
-// set_release_pool). cudascope's allocator has no private pools yet, so beginning a capture
-// (torch.cuda.graph, torch.cuda.MemPool, torch.compile's cudagraphs) is refused: it throws
-// std::runtime_error naming the missing piece, before PyTorch starts capturing.
+// set_release_pool): PyTorch's beginAllocateToPool / endAllocateToPool / releasePool, served
+// by cudascope's private pools (memory.h), for torch.cuda.graph, CUDAGraph.capture_begin,
+// torch.compile's cudagraphs and torch.cuda.MemPool. stream_filter receives a cudaStream_t.
 using cudascope_torch_pool_id = std::pair<unsigned long long, unsigned long long>;
 void cudascope_torch_begin_allocate_to_pool(int device, cudascope_torch_pool_id pool,
                                             std::function<bool(void*)> stream_filter);

@@ -87,12 +87,15 @@ TEST(EventTimingTest, ElapsedTimeIsARangeOnTheStreamAndAHistogramByName) {
     EXPECT_EQ(span.at("tid").get<std::int64_t>(), stream.id());
     const double ms = i < 3 ? named_ms[i] : unnamed_ms;
     EXPECT_NEAR(span.at("dur").get<double>(), ms * 1000.0, 1.0) << "dur is elapsed_time's result, in us";
-    // Placed on the host clock through the reference event: within 0.3 ms of the kernel the
-    // two records enclose.
+    // Placed on the host clock through the reference event: around the kernel the two records
+    // enclose (0.3 ms allowed for the placement). A loaded machine only widens the gaps
+    // between the records and the kernel, so the test asserts the enclosure, not closeness.
     const double span_start = span.at("ts").get<double>(), span_end = span_start + span.at("dur").get<double>();
     const double kernel_start = kernel.at("ts").get<double>(), kernel_end = kernel_start + kernel.at("dur").get<double>();
-    EXPECT_NEAR(span_start, kernel_start, 300.0) << i;
-    EXPECT_NEAR(span_end, kernel_end, 300.0) << i;
+    EXPECT_LE(span_start, kernel_start + 300.0) << i;
+    EXPECT_GE(span_end, kernel_end - 300.0) << i;
+    EXPECT_GT(span_end, kernel_start) << i << ": the span overlaps its kernel";
+    EXPECT_LT(span_start, kernel_end) << i << ": the span overlaps its kernel";
   }
 
   // Metrics: a duration histogram by the start event's name, unnamed spans under "".

@@ -165,16 +165,37 @@ TEST_F(TorchAllocatorTest, MemoryFractionCapsWhatMayBeReserved) {
   cudascope_torch_set_memory_fraction(1.0, 0);
 }
 
-TEST_F(TorchAllocatorTest, GraphCaptureIsRefusedNamingTheMissingPools) {
-  try {
-    cudascope_torch_begin_allocate_to_pool(0, {1, 0}, [](void*) { return true; });
-    FAIL() << "capture was not refused";
-  } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("private memory pools"));
-    EXPECT_THAT(e.what(), HasSubstr("torch.cuda.graph"));
+// The pool hooks as PyTorch's CUDAGraph drives them: begin before capturing with a filter
+// naming the capture's stream, allocations on that stream come from the pool and are not
+// handed to anything else after they are freed, end after capture, release on reset.
+TEST_F(TorchAllocatorTest, PoolHooksServeACapturesStreamFromAPrivatePool) {
+  cuda::Stream capture(0);
+  void* const capture_stream = capture.handle();
+  const cudascope_torch_pool_id pool{7, 0};
+  cudascope_torch_begin_allocate_to_pool(0, pool, [capture_stream](void* s) { return s == capture_stream; });
+  void* in_pool = cudascope_torch_alloc(3 * kMiB, 0, capture_stream);
+  ASSERT_NE(in_pool, nullptr);
+  cudascope_torch_free(in_pool, 3 * kMiB, 0, capture_stream);
+  cudascope_torch_end_allocate_to_pool(0, pool);
+
+  bool labelled = false;
+  for (const auto& segment : cuda::memory::memory_snapshot().segments) {
+    const auto address = reinterpret_cast<std::uint64_t>(in_pool);
+    if (address >= segment.address && address < segment.address + segment.total_size) {
+      labelled = segment.segment_pool_id == std::pair<std::int64_t, std::int64_t>{7, 0};
+    }
   }
-  EXPECT_NO_THROW(cudascope_torch_end_allocate_to_pool(0, {1, 0}));
-  EXPECT_NO_THROW(cudascope_torch_release_pool(0, {1, 0}));
+  EXPECT_TRUE(labelled) << "the segment names the graph's pool";
+  void* outside = cudascope_torch_alloc(3 * kMiB, 0, capture_stream);
+  EXPECT_NE(outside, in_pool) << "memory a replay writes is not handed out after the capture";
+  cudascope_torch_free(outside, 3 * kMiB, 0, capture_stream);
+
+  const std::int64_t reserved = stat("reserved_bytes.all.current");
+  cudascope_torch_release_pool(0, pool);
+  cudascope_torch_empty_cache();
+  EXPECT_LT(stat("reserved_bytes.all.current"), reserved) << "the released pool's segment returns on empty_cache";
+  cudascope_torch_release_pool(0, pool);  // without PyTorch in the process, errors stay in last_error
+  EXPECT_THAT(cudascope_torch_last_error(), HasSubstr("is not in use")) << "a pool is released once";
 }
 
 TEST_F(TorchAllocatorTest, SummaryAndStatsArePyTorchs) {

@@ -409,5 +409,14 @@ Snapshot memory_snapshot() {
   return out;
 }
 
+
+void begin_allocate_to_pool(int device, PoolId pool, std::function<bool(void* stream)> stream_filter) {
+  detail::alloc::begin_allocate_to_pool(detail::resolve_device(device), pool, std::move(stream_filter));
+}
+void end_allocate_to_pool(int device, PoolId pool) {
+  detail::alloc::end_allocate_to_pool(detail::resolve_device(device), pool);
+}
+void release_pool(int device, PoolId pool) { detail::alloc::release_pool(detail::resolve_device(device), pool); }
+
 }  // namespace memory
 }  // namespace cudascope::cuda

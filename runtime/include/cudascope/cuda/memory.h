@@ -272,6 +272,18 @@ struct ReplayRequestsOptions {
 // configuration.
 ReplayOutcome replay_requests(const std::vector<ReplayRequest>& requests, const ReplayRequestsOptions& options);
 
+// The caching allocator's private memory pools, as PyTorch's CUDACachingAllocator exposes them
+// (beginAllocateToPool, endAllocateToPool, releasePool): CUDAGraph (graphs.h) uses them, and so
+// does a host that drives capture itself (PyTorch through the pluggable allocator's hooks).
+// While `pool` is begun on `device`, requests on streams for which `stream_filter` is true are
+// served from it; release_pool says one user of the pool is gone (at none, empty_cache returns
+// its unused segments). Ids as torch's MempoolId_t: (n, 0) or (0, n). Throw cuda::Error when
+// the allocator is not the native one, or for a pool begun twice / released when unused.
+using PoolId = std::pair<unsigned long long, unsigned long long>;
+void begin_allocate_to_pool(int device, PoolId pool, std::function<bool(void* stream)> stream_filter);
+void end_allocate_to_pool(int device, PoolId pool);
+void release_pool(int device, PoolId pool);
+
 }  // namespace memory
 
 // Beyond torch: caps what the allocator may reserve on `device` at `bytes` (as a memory
