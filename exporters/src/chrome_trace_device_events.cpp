@@ -126,6 +126,22 @@ void ChromeTraceWriter::allocator(const Record& r) {
   append_int(buffer_, r.u.allocator.reserved_bytes);
   buffer_ += '}';
   end_event();
+  const auto& pool = r.u.allocator.graph_pool;
+  if ((pool[0] != 0 || pool[1] != 0) &&
+      (action == profiler::AllocatorAction::kAlloc || action == profiler::AllocatorAction::kSegmentAlloc)) {
+    // Allocations into a CUDA graph's private pool (during its capture): marked on the
+    // memory track with the pool, as memory_snapshot names it (segment_pool_id).
+    common("i", action == profiler::AllocatorAction::kAlloc ? "Graph pool alloc" : "Graph pool segment", "cuda_memory",
+           r.device, 0, r.start_ns);
+    buffer_ += ",\"s\":\"p\",\"args\":{\"pool\":[";
+    append_int(buffer_, static_cast<std::int64_t>(pool[0]));
+    buffer_ += ',';
+    append_int(buffer_, static_cast<std::int64_t>(pool[1]));
+    buffer_ += "],\"bytes\":";
+    append_int(buffer_, r.u.allocator.size);
+    buffer_ += '}';
+    end_event();
+  }
   if (action == profiler::AllocatorAction::kOom) {
     common("i", "Out of memory", "cuda_memory", r.device, 0, r.start_ns);
     buffer_ += ",\"s\":\"p\",\"args\":{\"bytes\":";

@@ -61,7 +61,8 @@ void RuntimeSource::on_allocator_event(const ins::AllocatorEvent& event) {
   r.device = event.device;
   r.stream = event.stream_id;
   r.start_ns = r.end_ns = event.time_ns;
-  r.u.allocator = {event.address, event.size, event.allocated_bytes, event.reserved_bytes};
+  r.u.allocator = {event.address, event.size, event.allocated_bytes, event.reserved_bytes,
+                   {event.graph_pool[0], event.graph_pool[1]}};
   buffers().emit(r);
 }
 

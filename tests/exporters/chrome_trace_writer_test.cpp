@@ -215,3 +215,30 @@ TEST(FlowPairingTest, CallsThatStartNoDeviceWorkAreNotKeptAndGraphKernelsPairOnc
 }
 
 }  // namespace
+
+// Allocations into a CUDA graph's private pool are marked on the device's memory track with
+// the pool's id; the device's own allocations are not.
+TEST(ChromeTraceWriterTest, GraphPoolAllocationsAreMarkedWithTheirPool) {
+  std::vector<Record> records;
+  Record own = at(RecordKind::kAllocator, kStart + 1000);
+  own.device = 0;
+  own.u.allocator = {0x7f0000000000ULL, 512, 512, 2097152};
+  records.push_back(own);
+  Record in_pool = at(RecordKind::kAllocator, kStart + 2000);
+  in_pool.device = 0;
+  in_pool.u.allocator = {0x7f0000200000ULL, 4096, 4608, 4194304, {3, 0}};
+  records.push_back(in_pool);
+  const std::string path = temp_path("graph_pool_trace.json");
+  write_trace(path, records, {2, 0, 0, kStart + 3000});
+  const std::string text = slurp(path);
+  const std::string mark = "\"name\":\"Graph pool alloc\"";
+  const auto at_mark = text.find(mark);
+  ASSERT_NE(at_mark, std::string::npos) << text;
+  EXPECT_EQ(text.find(mark, at_mark + 1), std::string::npos) << "one mark: the device's own allocation has none";
+  const auto line_start = text.rfind('\n', at_mark) + 1;
+  const std::string event = text.substr(line_start, text.find('\n', at_mark) - line_start);
+  EXPECT_NE(event.find("\"ph\":\"i\""), std::string::npos) << event;
+  EXPECT_NE(event.find("\"pool\":[3,0]"), std::string::npos) << event;
+  EXPECT_NE(event.find("\"bytes\":4096"), std::string::npos) << event;
+  std::filesystem::remove(path);
+}

@@ -129,6 +129,35 @@ TEST(SessionTest, AGraphReplaysKernelsCarryTheLaunchsCorrelationAndTheGraphsId) 
   EXPECT_EQ(eager_kernels[0].u.kernel.graph_id, 0u);
 }
 
+TEST(SessionTest, AllocationsDuringACaptureNameTheGraphsPool) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  Session session(sim_options());
+  session.start();
+  cuda::Stream stream(0);
+  cuda::StreamGuard on(stream);
+  void* before = cuda::caching_allocator_alloc(4096, 0, stream);
+  cuda::CUDAGraph graph;
+  graph.capture_begin();
+  void* during = cuda::caching_allocator_alloc(4096, 0, stream);
+  graph.capture_end();
+  session.stop();
+  cuda::caching_allocator_delete(during);
+  cuda::caching_allocator_delete(before);
+
+  MemorySink sink;
+  session.export_to(sink);
+  const cuda::MempoolId pool = graph.pool();
+  bool own = false, in_pool = false;
+  for (const Record& r : of_kind(sink.records(), RecordKind::kAllocator)) {
+    if (static_cast<AllocatorAction>(r.detail) != AllocatorAction::kAlloc) continue;
+    const auto& p = r.u.allocator.graph_pool;
+    if (r.u.allocator.address == reinterpret_cast<std::uint64_t>(before)) own = p[0] == 0 && p[1] == 0;
+    if (r.u.allocator.address == reinterpret_cast<std::uint64_t>(during)) in_pool = p[0] == pool.first && p[1] == pool.second;
+  }
+  EXPECT_TRUE(own) << "an allocation outside the capture names no pool";
+  EXPECT_TRUE(in_pool) << "the capture's allocation names the graph's pool";
+}
+
 TEST(SessionTest, AllocatorActionsArriveInTheProfilersVocabulary) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
   cuda::empty_cache();  // nothing cached: the allocation below needs a new segment

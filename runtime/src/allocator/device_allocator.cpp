@@ -88,10 +88,15 @@ void DeviceAllocator::record_entry(Action action, std::uintptr_t addr, std::size
 }
 
 void DeviceAllocator::notify_observer(instrumentation::Observer* o, Observed action, std::int64_t stream,
-                                      std::uintptr_t addr, std::size_t size) {
+                                      std::uintptr_t addr, std::size_t size, const BlockPool* pool) {
   using E = instrumentation::AllocatorEvent;
-  o->on_allocator_event(E{action, device_, stream, addr, size, instrumentation::host_time_ns(),
-                          stats_.allocated_bytes[kAggregate].current, stats_.reserved_bytes[kAggregate].current});
+  E event{action, device_, stream, addr, size, instrumentation::host_time_ns(),
+          stats_.allocated_bytes[kAggregate].current, stats_.reserved_bytes[kAggregate].current};
+  if (pool != nullptr && pool->owner != nullptr) {
+    event.graph_pool[0] = pool->owner->id.first;
+    event.graph_pool[1] = pool->owner->id.second;
+  }
+  o->on_allocator_event(event);
 }
 
 void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::int64_t stream_id) {
@@ -218,7 +223,7 @@ bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPt
   stats_.num_device_alloc++;
   record(Action::kSegmentAlloc, reinterpret_cast<std::uintptr_t>(ptr), size, p.stream_id, ctx);
   block->context_when_segment_allocated = ctx;
-  notify(Observed::kSegmentAlloc, p.stream_id, reinterpret_cast<std::uintptr_t>(ptr), size);
+  notify(Observed::kSegmentAlloc, p.stream_id, reinterpret_cast<std::uintptr_t>(ptr), size, p.pool);
   return true;
 }
 
@@ -295,7 +300,7 @@ Block* DeviceAllocator::alloc_found_block(AllocParams& p, std::size_t orig_size,
   ss.active_bytes.increase(bytes);
   ss.requested_bytes.increase(static_cast<std::int64_t>(orig_size));
   if (block->size >= config().max_split_size) stats_.oversize_allocations.increase(1);
-  notify(Observed::kAlloc, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size);
+  notify(Observed::kAlloc, block->stream_id, reinterpret_cast<std::uintptr_t>(block->ptr), block->size, block->pool);
   return block;
 }
 

@@ -173,11 +173,13 @@ class DeviceAllocator {
   void record_entry(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx);
   // The observer's vocabulary (instrumentation.h), distinct from the history's Action.
   using Observed = instrumentation::AllocatorEvent::Action;
-  void notify(Observed action, std::int64_t stream, std::uintptr_t addr, std::size_t size) {
-    if (auto* o = instrumentation::observer()) [[unlikely]] notify_observer(o, action, stream, addr, size);
+  // `pool`: the pool of an allocation or new segment, so a graph's private pool is named.
+  void notify(Observed action, std::int64_t stream, std::uintptr_t addr, std::size_t size,
+              const BlockPool* pool = nullptr) {
+    if (auto* o = instrumentation::observer()) [[unlikely]] notify_observer(o, action, stream, addr, size, pool);
   }
   void notify_observer(instrumentation::Observer* o, Observed action, std::int64_t stream, std::uintptr_t addr,
-                       std::size_t size);
+                       std::size_t size, const BlockPool* pool);
   [[noreturn]] void raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<DeviceLock>& lock);
   std::vector<const Block*> all_blocks() const;
 

@@ -96,6 +96,7 @@ struct AllocatorPayload {
   std::uint64_t size;
   std::int64_t allocated_bytes;
   std::int64_t reserved_bytes;
+  std::uint64_t graph_pool[2];  // a CUDA graph's private pool; {0, 0}: the device's own
 };
 
 struct OverheadPayload {

@@ -30,6 +30,9 @@ struct AllocatorEvent {
   std::uint64_t time_ns;          // host steady clock (see host_time_ns)
   std::int64_t allocated_bytes;   // the device's totals after the action
   std::int64_t reserved_bytes;
+  // The CUDA graph's private pool the block or segment belongs to (graphs.h); {0, 0}: the
+  // device's own pools. Set on allocations and segment allocations.
+  std::uint64_t graph_pool[2] = {0, 0};
 };
 
 // Device activity the sim backend reports itself (on cuda, CUPTI reports it). Timestamps are
