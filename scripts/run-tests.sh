@@ -11,3 +11,9 @@ ctest --output-on-failure -j "$(nproc)" --timeout 900
 if [ -x "$root/.ci/sanitizers.sh" ]; then
   "$root/.ci/sanitizers.sh"
 fi
+# Coverage of runtime/, profiler/ and analysis/ by their own tests (an instrumented build of
+# those folders): the figures and the untested public entry points are printed; runtime/'s
+# line coverage under 85% fails the run. CUDASCOPE_SKIP_COVERAGE=1 leaves it out.
+if [ -z "${CUDASCOPE_SKIP_COVERAGE:-}" ]; then
+  "$root/scripts/coverage.sh" --core "${COVERAGE_BUILD_DIR:-$root/build-coverage}"
+fi
