@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 namespace cudascope::analysis::detail {
 
@@ -36,6 +37,53 @@ void SnapshotBuilder::gather_entries() {
   entry_chunks_.clear();
 }
 
+namespace {
+
+// The schema's sizes and addresses are unsigned: a negative number in a file wraps to a huge
+// one, which summed would read as "reserved 16777216 TiB". Values from 2^63 up are refused.
+bool wrapped_negative(uint64_t value) { return static_cast<int64_t>(value) < 0; }
+
+std::string number(uint64_t value) {
+  return wrapped_negative(value) ? std::to_string(static_cast<int64_t>(value)) : std::to_string(value);
+}
+
+// What is wrong with segment `s` (index `index` in the file) and its blocks, or "": negative
+// sizes or addresses, and blocks that start before the previous one ends or reach past the
+// segment (PyTorch lists a segment's blocks in address order, tiling it).
+std::string segment_problem(const Segment& s, size_t index, const std::vector<Block>& blocks) {
+  const std::string where = "segment " + std::to_string(index) + " (device " + std::to_string(s.device) + ", address " +
+                            number(s.address) + ")";
+  const std::pair<const char*, uint64_t> fields[] = {{"address", s.address},
+                                                     {"total_size", s.total_size},
+                                                     {"allocated_size", s.allocated_size},
+                                                     {"active_size", s.active_size},
+                                                     {"requested_size", s.requested_size}};
+  for (const auto& [name, value] : fields) {
+    if (wrapped_negative(value)) return where + ": " + name + " is negative (" + number(value) + ")";
+  }
+  const uint64_t end = s.address + s.total_size;  // both below 2^63: no overflow
+  uint64_t previous_end = s.address;
+  for (uint32_t k = 0; k < s.block_count; ++k) {
+    const Block& b = blocks[s.first_block + k];
+    const std::string block = where + ": block " + std::to_string(k);
+    if (wrapped_negative(b.size)) return block + ": size is negative (" + number(b.size) + ")";
+    if (wrapped_negative(b.requested_size)) return block + ": requested_size is negative (" + number(b.requested_size) + ")";
+    const uint64_t start = b.address == kUnknownAddress ? previous_end : b.address;
+    if (wrapped_negative(start)) return block + ": address is negative (" + number(start) + ")";
+    if (start < previous_end) {
+      return block + " at " + std::to_string(start) + (k == 0 ? " starts before its segment" : " overlaps the block before it");
+    }
+    if (start + b.size > end) {
+      return block + " [" + std::to_string(start) + ", " + std::to_string(start + b.size) +
+             ") reaches past the segment's end " + std::to_string(end);
+    }
+    previous_end = start + b.size;
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<Snapshot> SnapshotBuilder::finish(uint64_t end_offset) {
   gather_entries();
   auto& segments = snap_.segments;
@@ -44,6 +92,15 @@ Result<Snapshot> SnapshotBuilder::finish(uint64_t end_offset) {
     const Segment& s = segments[i];
     if (uint64_t{s.first_block} + s.block_count > snap_.blocks.size())
       return LoadError{snap_.source, end_offset, "expected segment blocks within the block list"};
+    if (std::string problem = segment_problem(s, i, snap_.blocks); !problem.empty()) {
+      return LoadError{snap_.source, end_offset, std::move(problem)};
+    }
+  }
+  for (size_t i = 0; i < snap_.trace.size(); ++i) {
+    if (wrapped_negative(snap_.trace[i].size)) {
+      return LoadError{snap_.source, end_offset,
+                       "trace entry " + std::to_string(i) + ": size is negative (" + number(snap_.trace[i].size) + ")"};
+    }
   }
 
   // Order segments by (device, address) and their blocks with them.

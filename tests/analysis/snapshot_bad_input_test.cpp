@@ -3,6 +3,8 @@
 // crafted the inputs (tests/data/snap_bad.expect.json).
 #include "snapshot_test_support.h"
 
+#include <gmock/gmock.h>
+
 namespace cudascope::analysis {
 namespace {
 
@@ -66,6 +68,40 @@ TEST(SnapshotBadInputTest, MemoIndexGapsAreRefused) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().expected.find("memo index"), std::string::npos);
   EXPECT_EQ(r.error().offset, 3u);
+}
+
+// Sizes and addresses that no allocator can produce are reported, naming the segment, block
+// or entry, instead of being summed into nonsense (a negative total_size read as 16 EiB).
+std::string json_snapshot(const std::string& total_size, const std::string& blocks, const std::string& trace_size = "512") {
+  return R"({"segments":[{"device":0,"address":1048576,"total_size":)" + total_size +
+         R"(,"stream":0,"segment_type":"small","blocks":[)" + blocks +
+         R"(]}],"device_traces":[[{"action":"alloc","addr":1048576,"size":)" + trace_size +
+         R"(,"stream":0,"frames":[]}]]})";
+}
+
+std::string load_problem(const std::string& text) {
+  auto r = load_snapshot_from_bytes(text, "crafted.json");
+  return r ? std::string() : r.error().expected;
+}
+
+TEST(SnapshotBadInputTest, ImpossibleSizesAndBlockLayoutsAreNamed) {
+  const std::string block_a = R"({"address":1048576,"size":1048576,"requested_size":1000,"state":"active_allocated"})";
+  const std::string block_b = R"({"address":2097152,"size":1048576,"requested_size":0,"state":"inactive"})";
+  EXPECT_EQ(load_problem(json_snapshot("2097152", block_a + "," + block_b)), "") << "a segment its blocks tile";
+  EXPECT_THAT(load_problem(json_snapshot("-2097152", block_a)),
+              ::testing::HasSubstr("segment 0 (device 0, address 1048576): total_size is negative (-2097152)"));
+  const std::string overlapping = R"({"address":1572864,"size":1048576,"requested_size":0,"state":"inactive"})";
+  EXPECT_THAT(load_problem(json_snapshot("2097152", block_a + "," + overlapping)),
+              ::testing::HasSubstr("block 1 at 1572864 overlaps the block before it"));
+  const std::string past_end = R"({"address":2097152,"size":4194304,"requested_size":0,"state":"inactive"})";
+  EXPECT_THAT(load_problem(json_snapshot("2097152", block_a + "," + past_end)),
+              ::testing::HasSubstr("block 1 [2097152, 6291456) reaches past the segment's end 3145728"));
+  const std::string before_start = R"({"address":0,"size":1048576,"requested_size":0,"state":"inactive"})";
+  EXPECT_THAT(load_problem(json_snapshot("2097152", before_start)), ::testing::HasSubstr("block 0 at 0 starts before its segment"));
+  const std::string negative_block = R"({"address":1048576,"size":-512,"requested_size":0,"state":"inactive"})";
+  EXPECT_THAT(load_problem(json_snapshot("2097152", negative_block)), ::testing::HasSubstr("block 0: size is negative (-512)"));
+  EXPECT_THAT(load_problem(json_snapshot("2097152", block_a, "-512")),
+              ::testing::HasSubstr("trace entry 0: size is negative (-512)"));
 }
 
 }  // namespace
