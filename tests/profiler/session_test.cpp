@@ -211,6 +211,30 @@ TEST(SessionTest, DeviceMemoryRecordsAgreeWithTheAllocatorsReservedBytes) {
   EXPECT_EQ(held.back().u.device_memory.held_bytes, 0u) << "empty_cache returned everything";
 }
 
+TEST(SessionTest, StreamOrderedAllocationsAreHeldUntilTheirFreeRuns) {
+  // cudaMallocAsync / cudaFreeAsync, as the cudaMallocAsync allocator backend and other
+  // libraries call them: held from the allocation, returned when the stream reaches the free.
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  auto& backend = cuda::detail::lazy_backend();
+  cuda::Stream stream(0);
+  Session session(sim_options());
+  session.start();
+  void* ptr = backend.malloc_async(0, 1 << 20, stream.handle());
+  cuda::busy_wait(std::chrono::microseconds(200), stream);
+  backend.free_async(0, ptr, stream.handle());
+  stream.synchronize();
+  session.stop();
+  MemorySink sink;
+  session.export_to(sink);
+  const auto held = of_kind(sink.records(), RecordKind::kDeviceMemory);
+  const auto kernels = of_kind(sink.records(), RecordKind::kKernel);
+  ASSERT_EQ(held.size(), 2u);
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(held[0].u.device_memory.held_bytes, 1u << 20);
+  EXPECT_EQ(held[1].u.device_memory.held_bytes, 0u);
+  EXPECT_GE(held[1].start_ns, kernels[0].end_ns) << "returned once the work queued before the free is done";
+}
+
 TEST(SessionTest, NvtxRangesOfTheRuntimeAreRecordedPerThreadWithTheirText) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
   Session session(sim_options());

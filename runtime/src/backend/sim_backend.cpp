@@ -275,12 +275,18 @@ class SimBackend final : public Backend {
                     "asked for device " + std::to_string(device) + " while device " +
                         std::to_string(current_device_of_thread) +
                         " is current (cudaMallocAsync allocates from the current device's pool)");
-    return memory_of(device, "cudaMallocAsync").allocate(size);
+    void* ptr = memory_of(device, "cudaMallocAsync").allocate(size);
+    if (ptr != nullptr) observe_device_memory(device, ptr, size, false);
+    return ptr;
   }
-  // Stream-ordered: the memory returns to the device once the work queued before it is done.
+  // Stream-ordered: the memory returns to the device once the work queued before it is done
+  // (and is reported then, as held memory).
   void free_async(int device, void* ptr, StreamHandle stream) override {
     SimMemory& memory = memory_of(device, "cudaFreeAsync");
-    stream_of(device, stream).enqueue([&memory, ptr] { memory.release(ptr); });
+    stream_of(device, stream).enqueue([&memory, ptr, device] {
+      const std::size_t size = memory.release(ptr);
+      observe_device_memory(device, ptr, size, true);
+    });
   }
 
   std::size_t vm_granularity(int device) override {
