@@ -105,11 +105,13 @@ void* open_nvml() {
   return library;
 }
 
-std::vector<std::string> cublas_candidates() {
-  std::vector<std::string> sonames{"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+namespace {
+
+// A CUDA toolkit library by its sonames, then in the toolkit's directory ($CUDA_HOME, then
+// /usr/local/cuda): programs that did not link the library themselves rarely have that
+// directory on their library path.
+std::vector<std::string> toolkit_candidates(const std::vector<std::string>& sonames) {
   std::vector<std::string> candidates = sonames;
-  // The toolkit's directory is often not on the library path of a program that did not link
-  // cuBLAS itself.
   std::vector<std::string> directories;
   if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') directories.push_back(home);
   directories.push_back("/usr/local/cuda");
@@ -117,42 +119,37 @@ std::vector<std::string> cublas_candidates() {
     for (const auto& soname : sonames) candidates.push_back(directory + "/lib64/" + soname);
   }
   return candidates;
+}
+
+// The first of `candidates` that loads; cuda::Error (kNotSupported) listing every one tried,
+// with the last loader error, when none does.
+void* open_toolkit_library(const std::vector<std::string>& candidates, const char* call, const std::string& what) {
+  std::string error;
+  for (const auto& candidate : candidates) {
+    if (void* library = open_library(candidate, false, error)) return library;
+  }
+  std::string tried;
+  for (const auto& candidate : candidates) tried += (tried.empty() ? "" : ", ") + candidate;
+  throw_error(error_code::kNotSupported, call, __FILE__, __LINE__,
+              what + " is not available (it comes with the CUDA toolkit; tried " + tried + "): " + error);
+}
+
+}  // namespace
+
+std::vector<std::string> cublas_candidates() {
+  return toolkit_candidates({"libcublas.so.13", "libcublas.so.12", "libcublas.so"});
 }
 
 void* open_cublas(const std::vector<std::string>& candidates) {
-  std::string error;
-  for (const auto& candidate : candidates) {
-    if (void* library = open_library(candidate, false, error)) return library;
-  }
-  std::string tried;
-  for (const auto& candidate : candidates) tried += (tried.empty() ? "" : ", ") + candidate;
-  throw_error(error_code::kNotSupported, "dlopen(libcublas.so)", __FILE__, __LINE__,
-              "cuBLAS is not available (it comes with the CUDA toolkit; tried " + tried + "): " + error);
+  return open_toolkit_library(candidates, "dlopen(libcublas.so)", "cuBLAS");
 }
 
 std::vector<std::string> nvrtc_candidates() {
-  const std::vector<std::string> sonames{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-  std::vector<std::string> candidates = sonames;
-  // Programs that did not link NVRTC rarely have the toolkit's directory on their library path.
-  std::vector<std::string> directories;
-  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') directories.push_back(home);
-  directories.push_back("/usr/local/cuda");
-  for (const auto& directory : directories) {
-    for (const auto& soname : sonames) candidates.push_back(directory + "/lib64/" + soname);
-  }
-  return candidates;
+  return toolkit_candidates({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
 }
 
 void* open_nvrtc(const std::vector<std::string>& candidates) {
-  std::string error;
-  for (const auto& candidate : candidates) {
-    if (void* library = open_library(candidate, false, error)) return library;
-  }
-  std::string tried;
-  for (const auto& candidate : candidates) tried += (tried.empty() ? "" : ", ") + candidate;
-  throw_error(error_code::kNotSupported, "dlopen(libnvrtc.so)", __FILE__, __LINE__,
-              "NVRTC is not available (the jiterator needs it; it comes with the CUDA toolkit; tried " + tried +
-                  "): " + error);
+  return open_toolkit_library(candidates, "dlopen(libnvrtc.so)", "NVRTC");
 }
 
 }  // namespace cudascope::cuda::detail::tools

@@ -1,5 +1,6 @@
 // current_blas_handle: the handle pool, per-stream workspaces from the caching allocator,
 // CUBLAS_WORKSPACE_CONFIG, and matmul on top (sim in CI; cuda with CUDASCOPE_BACKEND=cuda).
+#include "kernel_recorder.h"
 #include "test_support.h"
 
 #include "blas/blas_library.h"
@@ -194,18 +195,7 @@ TEST_F(BlasTest, MatmulRejectsWhatItCannotMultiply) {
                cuda::Error);
 }
 
-namespace {
-class KernelRecorder : public cuda::instrumentation::Observer {
- public:
-  void on_allocator_event(const cuda::instrumentation::AllocatorEvent&) override {}
-  void on_kernel(const cuda::instrumentation::KernelActivity& k) override {
-    std::lock_guard lock(mutex);
-    kernels.emplace_back(k.name, k.stream_id);
-  }
-  std::mutex mutex;
-  std::vector<std::pair<std::string, std::int64_t>> kernels;
-};
-}  // namespace
+using cudascope::testing::KernelRecorder;
 
 TEST_F(BlasTest, MatmulIsReportedAsAKernelOnTheCurrentStream) {
   if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "on cuda, CUPTI reports cuBLAS's kernels";

@@ -1,5 +1,6 @@
 // jiterator (torch.cuda.jiterator): results against a host computation of the same function,
 // on the process's backend (sim in CI: the host compiler; cuda on the GPU machine: NVRTC).
+#include "kernel_recorder.h"
 #include "test_support.h"
 
 #include "jiterator/jit_launch.h"
@@ -66,16 +67,7 @@ std::vector<double> host_map(const std::vector<Tensor>& inputs, const std::vecto
   return out;
 }
 
-class KernelRecorder : public cuda::instrumentation::Observer {
- public:
-  void on_allocator_event(const cuda::instrumentation::AllocatorEvent&) override {}
-  void on_kernel(const cuda::instrumentation::KernelActivity& k) override {
-    std::lock_guard lock(mutex);
-    kernels.emplace_back(k.name, k.stream_id);
-  }
-  std::mutex mutex;
-  std::vector<std::pair<std::string, std::int64_t>> kernels;
-};
+using cudascope::testing::KernelRecorder;
 
 // `code` made unique in this process, so a test that counts compiles sees its own first
 // compile also under --gtest_repeat (compiled kernels live as long as the process).
