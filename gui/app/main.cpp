@@ -1,5 +1,6 @@
 // cudascope-viewer [FILE...] [--compare FILE2]: the desktop viewer for allocator snapshots
-// and traces (each trace in its own tab; a trace still being written is followed).
+// and traces (each trace in its own tab; a trace still being written is followed; traces of
+// several ranks, given together, as one timeline with a group per rank: rank_timeline.h).
 #include "main_window.h"
 
 #include <QApplication>
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
   cudascope::gui::MainWindow window;
   window.show();
   const QStringList files = parser.positionalArguments();
-  for (const QString& file : files) window.openFile(file);
+  window.openFiles(files);  // rank traces given together open as one timeline
   if (!files.isEmpty()) {
     if (parser.isSet(compare)) {
       const QString other = parser.value(compare);

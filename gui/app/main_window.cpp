@@ -89,7 +89,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // The status bar speaks of the document shown.
   connect(documents_, &QTabWidget::currentChanged, this, [this](int index) {
     if (auto* page = qobject_cast<TracePage*>(documents_->widget(index)))
-      status_->setText(QFileInfo(page->document()->path()).fileName() + ": " + page->statusText());
+      status_->setText(page->document()->displayName() + ": " + page->statusText());
   });
   connect(documents_, &QTabWidget::tabCloseRequested, this, [this](int index) {
     QWidget* page = documents_->widget(index);
@@ -102,7 +102,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     const QStringList paths = QFileDialog::getOpenFileNames(
         this, tr("Open snapshots or traces"), {},
         tr("Snapshots and traces (*.pickle *.pkl *.json *.gz);;All files (*)"));
-    for (const QString& path : paths) openFile(path);
+    openFiles(paths);
   });
   recent_ = file->addMenu(tr("Open &Recent"));
   auto compare_dialog = [this] {
@@ -190,53 +190,65 @@ void MainWindow::openFile(const QString& path) {
       QMessageBox::warning(this, tr("Cannot open file"), sniff.error);
     return;
   }
-  if (sniff.kind == FileKind::trace) return openTrace(path);
+  if (sniff.kind == FileKind::trace) return openTraces({path});
   // A snapshot, or neither: the snapshot loader says precisely what is wrong where.
   setBusy(true, tr("Loading %1...").arg(path));
   loader_->start(path);
 }
 
-void MainWindow::openTrace(const QString& path) {
+void MainWindow::openFiles(const QStringList& paths) {
+  QStringList traces;
+  for (const QString& path : paths) {
+    if (sniff_file(path).kind == FileKind::trace) traces << path;
+    else openFile(path);  // a snapshot, or an error named by openFile
+  }
+  if (!traces.isEmpty()) openTraces(traces);
+}
+
+void MainWindow::openTraces(const QStringList& paths) {
   auto* loader = new TraceLoader(this);
   ++trace_loads_;
-  setBusy(true, tr("Loading trace %1...").arg(path));
+  setBusy(true, paths.size() == 1 ? tr("Loading trace %1...").arg(paths.front())
+                                  : tr("Loading %1 traces...").arg(paths.size()));
   connect(loader, &TraceLoader::progress, progress_, &QProgressBar::setValue);
-  auto done = [this, loader] {
+  connect(loader, &TraceLoader::finished, this, [this, loader] {
     loader->deleteLater();
     if (--trace_loads_ == 0 && !loader_->busy() && !compare_loader_->busy()) setBusy(false, {});
-  };
-  connect(loader, &TraceLoader::loaded, this, [this, path, done](TraceDocument* doc) {
-    done();
+  });
+  connect(loader, &TraceLoader::loaded, this, [this](TraceDocument* doc) {
     auto* page = new TracePage(doc);
     // An empty snapshot document makes way for the first trace.
     if (!current_) {
       const int i = documents_->indexOf(snapshot_page_);
       if (i >= 0) documents_->removeTab(i);
     }
-    const int tab = documents_->addTab(page, QFileInfo(path).fileName());
-    documents_->setTabToolTip(tab, path);
+    const QString name = doc->displayName();
+    const int tab = documents_->addTab(page, name);
+    documents_->setTabToolTip(tab, doc->paths().join("\n"));
     documents_->setCurrentIndex(tab);
-    setWindowTitle(QFileInfo(path).fileName() + tr(" - cudascope viewer"));
-    status_->setText(tr("%1: %2 events in %3 rows; read in %4 s, indexed in %5 s%6")
-                         .arg(QFileInfo(path).fileName())
-                         .arg(doc->model().event_count())
-                         .arg(doc->index().rows().size())
-                         .arg(doc->loadSeconds(), 0, 'f', 2)
-                         .arg(doc->indexSeconds(), 0, 'f', 2)
-                         .arg(doc->following() ? tr("; following it as it grows") : QString()));
-    rememberRecent(path);
+    setWindowTitle(name + tr(" - cudascope viewer"));
+    QString text = tr("%1: %2 events in %3 rows; read in %4 s, indexed in %5 s%6")
+                       .arg(name)
+                       .arg(doc->model().event_count())
+                       .arg(doc->index().rows().size())
+                       .arg(doc->loadSeconds(), 0, 'f', 2)
+                       .arg(doc->indexSeconds(), 0, 'f', 2)
+                       .arg(doc->following() ? tr("; following it as it grows") : QString());
+    for (const auto& rank : doc->rankGroups())
+      if (rank.clock == RankGroup::Clock::aligned || rank.clock == RankGroup::Clock::unaligned) text += "; " + rank.clockText();
+    status_->setText(text);
+    for (const QString& path : doc->paths()) rememberRecent(path);
     page->view()->setFocus();
     emit traceShown(page);
   });
-  connect(loader, &TraceLoader::failed, this, [this, done](const QString& message, bool cancelled) {
-    done();
+  connect(loader, &TraceLoader::failed, this, [this](const QString& message, bool cancelled) {
     last_error_ = message;
     status_->setText(message);
     emit loadFailed(message);
     if (!cancelled && isVisible() && !qEnvironmentVariableIsSet("CUDASCOPE_VIEWER_NO_DIALOGS"))
       QMessageBox::warning(this, tr("Cannot open trace"), message);
   });
-  loader->start(path);
+  loader->start(paths);
 }
 
 void MainWindow::showSnapshotDocument(const QString& title) {

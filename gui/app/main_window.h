@@ -2,7 +2,8 @@
 // The viewer's main window: File > Open / Open Recent / Compare with..., a progress bar
 // with Cancel while a file loads off the UI thread, and one tab per open document: the
 // snapshot (its views in inner tabs, all fed from the same LoadedSnapshot) and each trace
-// (a TracePage). Files are told apart by content, not by name.
+// (a TracePage); rank traces opened together share one tab, one timeline. Files are told
+// apart by content, not by name.
 
 #include <cudascope/gui/loaded_snapshot.h>
 
@@ -37,6 +38,9 @@ class MainWindow : public QMainWindow {
 
   // Opens a snapshot (replacing the one shown) or a trace (in a new tab), by content.
   void openFile(const QString& path);
+  // Opens several files: snapshots as openFile(); the traces together, so that rank traces
+  // (distributedInfo) become one timeline in one tab (rank_timeline.h), the others a tab each.
+  void openFiles(const QStringList& paths);
   void compareWith(const QString& path);
   std::shared_ptr<const LoadedSnapshot> current() const { return current_; }
   // The snapshot's views (inner tabs of the snapshot document).
@@ -62,7 +66,7 @@ class MainWindow : public QMainWindow {
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
   void setBusy(bool busy, const QString& what);
-  void openTrace(const QString& path);
+  void openTraces(const QStringList& paths);
   void showSnapshotDocument(const QString& title);
 
   SnapshotLoader* loader_;

@@ -8,6 +8,7 @@
 #include <cudascope/gui/event_details_model.h>
 #include <cudascope/gui/figures_model.h>
 #include <cudascope/gui/file_kind.h>
+#include <cudascope/gui/rank_timeline.h>
 #include <cudascope/gui/range_summary_model.h>
 #include <cudascope/gui/segment_table_model.h>
 #include <cudascope/gui/snapshot_loader.h>
@@ -362,6 +363,266 @@ TEST(GuiModelTest, TraceLoaderRunsOffThreadWithProgress) {
   loader.start(qdata("snap_small.json"));  // a snapshot is not a trace: a clear error
   loop.exec();
   EXPECT_FALSE(error.isEmpty());
+}
+
+// --- Several rank traces as one timeline (rank_timeline.h) ---
+
+TEST(GuiModelTest, ClockAlignmentRecoversAKnownOffset) {
+  const std::vector<std::int64_t> reference = {10'000, 25'000, 40'500, 71'000, 90'000};
+  std::vector<std::int64_t> shifted;
+  for (auto t : reference) shifted.push_back(t - 123'456);  // this rank's clock is 123.456 us behind
+  auto a = align_on_collectives(reference, shifted);
+  EXPECT_EQ(a.collectives, 5);
+  EXPECT_EQ(a.offset_ns, 123'456);
+  EXPECT_EQ(a.error_ns, 0) << "exact matches: no error";
+  EXPECT_EQ(a.spread_ns, 0);
+  EXPECT_FALSE(a.counts_differ);
+
+  // Ends that agree only to within a few us: the median resists one late straggler.
+  std::vector<std::int64_t> noisy = shifted;
+  noisy[0] += 1'000, noisy[1] -= 1'000, noisy[2] += 500, noisy[4] += 50'000;
+  a = align_on_collectives(reference, noisy);
+  EXPECT_EQ(a.offset_ns, 123'456 - 500);  // differences 123.456 us - (1, -1, 0.5, 0, 50) us: median at -0.5 us
+  EXPECT_EQ(a.error_ns, 500);             // deviations 0.5, 1.5, 0, 0.5, 49.5 us: median 0.5 us
+  EXPECT_EQ(a.spread_ns, 51'000);
+
+  // Different counts pair the first ones; none: nothing aligned.
+  a = align_on_collectives(reference, {reference[0] + 7, reference[1] + 7});
+  EXPECT_EQ(a.collectives, 2);
+  EXPECT_EQ(a.offset_ns, -7);
+  EXPECT_TRUE(a.counts_differ);
+  a = align_on_collectives(reference, {});
+  EXPECT_EQ(a.collectives, 0);
+  EXPECT_EQ(a.offset_ns, 0);
+
+  EXPECT_TRUE(one_host({"node-a", "", "node-a"}));
+  EXPECT_TRUE(one_host({"", ""}));
+  EXPECT_FALSE(one_host({"node-a", "node-b"}));
+}
+
+// A rank's trace: a host process (pid 4242 on both ranks) with a cpu_op and a launch flow,
+// GPU 0 with a compute kernel and three all-reduces (one by name, one by its args mark).
+// `shift_ns` moves everything, as a host clock that differs; `jitter_ns` is added to the
+// second collective's end only.
+std::string rank_trace(int rank, const std::string& host, std::int64_t shift_ns, std::int64_t jitter_ns = 0) {
+  auto us = [&](std::int64_t ns) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%lld.%03lld", (long long)((ns + shift_ns) / 1000), (long long)((ns + shift_ns) % 1000));
+    return std::string(buf);
+  };
+  auto dur = [](std::int64_t ns) { return std::to_string(ns / 1000) + "." + std::to_string(ns % 1000 + 1000).substr(1); };
+  std::string t = "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0,\"name\":\"H100\"}],\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":" +
+                  std::to_string(rank) + ",\"world_size\":2" + (host.empty() ? "" : ",\"host\":\"" + host + "\"") +
+                  "},\"traceEvents\":[\n";
+  t += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":4242,\"tid\":0,\"args\":{\"name\":\"python train.py\"}},\n";
+  t += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"GPU 0\"}},\n";
+  t += "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm rank" + std::to_string(rank) + "\",\"pid\":4242,\"tid\":4242,\"ts\":" + us(1'000'000) + ",\"dur\":20.000},\n";
+  t += "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":4242,\"tid\":4242,\"ts\":" + us(1'002'000) + ",\"dur\":5.000},\n";
+  t += "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":7,\"pid\":4242,\"tid\":4242,\"ts\":" + us(1'002'000) + "},\n";
+  t += "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_kernel\",\"pid\":0,\"tid\":7,\"ts\":" + us(1'010'000) + ",\"dur\":30.000},\n";
+  t += "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":7,\"pid\":0,\"tid\":7,\"ts\":" + us(1'010'000) + "},\n";
+  // All-reduces: each rank starts them at its own time, they all end together (on rank 0's clock).
+  const std::int64_t ends[] = {1'100'000, 1'200'000, 1'300'000};
+  for (int k = 0; k < 3; ++k) {
+    const std::int64_t start = ends[k] - 40'000 - rank * 7'000;
+    const std::int64_t end = ends[k] + (k == 1 ? jitter_ns : 0);
+    t += std::string("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"") + (k == 2 ? "all_reduce_custom" : "ncclDevKernel_AllReduce_Sum_f32") +
+         "\",\"pid\":0,\"tid\":13,\"ts\":" + us(start) + ",\"dur\":" + dur(end - start) + ",\"args\":{\"communication\":true}}" +
+         (k == 2 ? "\n" : ",\n");
+  }
+  t += "]}\n";
+  return t;
+}
+
+QString write_file(const QTemporaryDir& dir, const QString& name, const std::string& text) {
+  const QString path = dir.filePath(name);
+  std::ofstream(path.toStdString()) << text;
+  return path;
+}
+
+struct RankDocs {
+  std::vector<std::unique_ptr<TraceDocument>> docs;
+  QStringList errors;
+};
+RankDocs open_together(const QStringList& paths) {
+  RankDocs out;
+  bool cancelled = false;
+  for (auto& d : load_traces_for_view(paths, {}, out.errors, cancelled))
+    out.docs.push_back(std::make_unique<TraceDocument>(d.path, std::move(d.trace)));
+  return out;
+}
+
+// The first event named `name` in the document's model.
+const analysis::TraceModel::Event* find_event(const TraceDocument& doc, std::string_view name) {
+  const auto& m = doc.model();
+  for (std::size_t i = 0; i < m.event_count(); ++i)
+    if (m.name(m.event(i)) == name) return &m.event(i);
+  return nullptr;
+}
+
+TEST(GuiModelTest, RankTracesOfDifferentHostsOpenAsOneAlignedTimeline) {
+  QTemporaryDir dir;
+  // Rank 1's host clock runs 2.5 ms ahead of rank 0's; given first, the timeline still starts at rank 0.
+  const QString r1 = write_file(dir, "trace_1.json", rank_trace(1, "node-b", 2'500'000));
+  const QString r0 = write_file(dir, "trace_0.json", rank_trace(0, "node-a", 0));
+  auto opened = open_together({r1, r0});
+  ASSERT_TRUE(opened.errors.isEmpty()) << opened.errors.join("; ").toStdString();
+  ASSERT_EQ(opened.docs.size(), 1u) << "two ranks, one timeline";
+  TraceDocument& doc = *opened.docs.front();
+  EXPECT_TRUE(doc.isRankTimeline());
+  EXPECT_FALSE(doc.canFollow());
+  EXPECT_EQ(doc.model().format, analysis::TraceFormat::kineto) << "Kineto traces merge into a Kineto timeline";
+  EXPECT_EQ(doc.displayName(), "ranks 0-1 (2 traces)");
+  EXPECT_EQ(doc.paths(), (QStringList{r0, r1}));
+
+  const auto& ranks = doc.rankGroups();
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].rank, 0);
+  EXPECT_EQ(ranks[0].label(), "rank 0 (node-a)");
+  EXPECT_EQ(ranks[0].clock, RankGroup::Clock::reference);
+  EXPECT_EQ(ranks[1].clock, RankGroup::Clock::aligned);
+  EXPECT_EQ(ranks[1].alignment.offset_ns, -2'500'000) << "the known offset is recovered";
+  EXPECT_EQ(ranks[1].alignment.error_ns, 0);
+  EXPECT_EQ(ranks[1].alignment.collectives, 3) << "nccl* by name and \"communication\": true";
+  EXPECT_EQ(ranks[1].clockText(), "rank 1 aligned to rank 0: offset -2500.000 us ± 0.000 us (3 collectives)");
+
+  // Both ranks' events, rank 1's on rank 0's clock.
+  const auto* mm0 = find_event(doc, "aten::mm rank0");
+  const auto* mm1 = find_event(doc, "aten::mm rank1");
+  ASSERT_TRUE(mm0 && mm1);
+  EXPECT_EQ(mm0->ts_ns, 1'000'000);
+  EXPECT_EQ(mm1->ts_ns, 1'000'000) << "rank 1 shifted back by the offset";
+  const auto& m = doc.model();
+  EXPECT_EQ(m.event_count(), 2 * (10u + 3u)) << "each rank's 10 events and its processes' places and GPU label";
+
+  // Rows: rank 0's processes (host, GPU) under its group, then rank 1's; every row has a rank.
+  const auto& rows = doc.index().rows();
+  std::vector<int> headers_group;
+  std::vector<std::string> header_labels;
+  for (quint32 r = 0; r < rows.size(); ++r) {
+    ASSERT_GE(doc.rankGroupOfRow(r), 0) << rows[r].label;
+    if (rows[r].kind == analysis::TimelineRow::Kind::process) {
+      headers_group.push_back(doc.rankGroupOfRow(r));
+      header_labels.push_back(rows[r].label);
+    }
+    if (r > 0) {
+      EXPECT_LE(doc.rankGroupOfRow(r - 1), doc.rankGroupOfRow(r)) << "grouped, ordered by rank";
+    }
+  }
+  EXPECT_EQ(headers_group, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(header_labels, (std::vector<std::string>{"GPU 0", "python train.py (4242)", "GPU 0", "python train.py (20004242)"}));
+  std::size_t gpu_rows = 0;
+  for (const auto& row : rows) gpu_rows += row.kind == analysis::TimelineRow::Kind::slices && row.gpu;
+  EXPECT_EQ(gpu_rows, 4u) << "each rank's GPU keeps its streams";
+
+  // Flows stay within their rank although both used id 7.
+  ASSERT_EQ(m.flows().size(), 2u);
+  for (const auto& f : m.flows()) {
+    ASSERT_NE(f.from_slice, analysis::kNoEvent);
+    ASSERT_NE(f.to_slice, analysis::kNoEvent);
+    const auto from_process = m.tracks()[m.event(f.from_slice).track].process;
+    const auto to_process = m.tracks()[m.event(f.to_slice).track].process;
+    EXPECT_NE(from_process, to_process);
+    const int from_group = doc.rankGroupOfRow(doc.index().row_of_track(m.event(f.from_slice).track));
+    const int to_group = doc.rankGroupOfRow(doc.index().row_of_track(m.event(f.to_slice).track));
+    EXPECT_EQ(from_group, to_group);
+  }
+  EXPECT_EQ(doc.search().find({"gemm_kernel", false, false}).count, 2u);
+
+  // Ends that agree only to within 3 us on one of three collectives: the error says so.
+  const QString j1 = write_file(dir, "jitter_1.json", rank_trace(1, "node-b", 2'500'000, 3'000));
+  auto jittered = open_together({r0, j1});
+  ASSERT_EQ(jittered.docs.size(), 1u);
+  const auto& a = jittered.docs.front()->rankGroups()[1].alignment;
+  EXPECT_EQ(a.offset_ns, -2'500'000);
+  EXPECT_EQ(a.error_ns, 0);  // median absolute deviation of (0, 3 us, 0)
+  EXPECT_EQ(a.spread_ns, 3'000);
+}
+
+TEST(GuiModelTest, RankTracesOfOneHostShareOneClock) {
+  QTemporaryDir dir;
+  // One host: the recorded times are used as they are, even where collectives would say otherwise.
+  const QString r0 = write_file(dir, "trace_0.json", rank_trace(0, "node-a", 0));
+  const QString r1 = write_file(dir, "trace_1.json", rank_trace(1, "node-a", 2'500'000));
+  auto opened = open_together({r0, r1});
+  ASSERT_EQ(opened.docs.size(), 1u);
+  TraceDocument& doc = *opened.docs.front();
+  for (const auto& rank : doc.rankGroups()) {
+    EXPECT_EQ(rank.clock, RankGroup::Clock::one_clock);
+    EXPECT_EQ(rank.alignment.offset_ns, 0);
+  }
+  EXPECT_EQ(find_event(doc, "aten::mm rank1")->ts_ns, 3'500'000) << "offset 0";
+
+  // Kineto-style traces without a host: one clock too.
+  const QString k0 = write_file(dir, "k_0.json", rank_trace(0, "", 0));
+  const QString k1 = write_file(dir, "k_1.json", rank_trace(1, "", 1'000));
+  auto hostless = open_together({k0, k1});
+  ASSERT_EQ(hostless.docs.size(), 1u);
+  EXPECT_EQ(hostless.docs.front()->rankGroups()[1].clock, RankGroup::Clock::one_clock);
+  EXPECT_EQ(hostless.docs.front()->rankGroups()[1].label(), "rank 1");
+}
+
+TEST(GuiModelTest, TracesWithoutDistinctRanksKeepATabEach) {
+  QTemporaryDir dir;
+  const QString r0 = write_file(dir, "trace_0.json", rank_trace(0, "node-a", 0));
+  const QString again = write_file(dir, "again_0.json", rank_trace(0, "node-a", 0));
+  const QString golden = qdata("trace_golden.json");  // rank 1, but of cudascope's format
+  auto opened = open_together({r0, again, golden});
+  ASSERT_EQ(opened.docs.size(), 3u) << "a rank twice: no merge; another format: its own tab";
+  for (const auto& d : opened.docs) {
+    EXPECT_FALSE(d->isRankTimeline());
+    EXPECT_TRUE(d->canFollow());
+    for (quint32 r = 0; r < d->index().rows().size(); ++r) EXPECT_EQ(d->rankGroupOfRow(r), -1);
+  }
+  EXPECT_EQ(opened.docs[0]->path(), r0);
+  EXPECT_EQ(opened.docs[2]->path(), golden);
+
+  // rank_sets() itself: only models of one format with distinct ranks.
+  analysis::TraceModel a, b, c, none;
+  a.rank = 0, b.rank = 1, c.rank = 2, none.rank = -1;
+  c.format = analysis::TraceFormat::cudascope;
+  const auto sets = rank_sets({&b, &none, &a, &c});
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_EQ(sets[0], (std::vector<std::size_t>{2, 0}));
+
+  // A file that cannot be read is named; the others still open.
+  auto partial = open_together({r0, qdata("snap_small.json")});
+  EXPECT_EQ(partial.docs.size(), 1u);
+  EXPECT_EQ(partial.errors.size(), 1);
+}
+
+TEST(GuiModelTest, TraceLoaderOpensRankTracesTogether) {
+  int argc = 1;
+  char arg0[] = "gui_model_test";
+  char* argv[] = {arg0, nullptr};
+  QCoreApplication app(argc, argv);
+  QTemporaryDir dir;
+  const QString r0 = write_file(dir, "trace_0.json", rank_trace(0, "node-a", 0));
+  const QString r1 = write_file(dir, "trace_1.json", rank_trace(1, "node-b", -40'000));
+  TraceLoader loader;
+  std::vector<std::unique_ptr<TraceDocument>> docs;
+  QStringList errors;
+  QEventLoop loop;
+  QObject::connect(&loader, &TraceLoader::loaded, [&](TraceDocument* d) { docs.emplace_back(d); });
+  QObject::connect(&loader, &TraceLoader::failed, [&](const QString& m, bool) { errors << m; });
+  QObject::connect(&loader, &TraceLoader::finished, &loop, &QEventLoop::quit);
+  QTimer::singleShot(30000, &loop, &QEventLoop::quit);
+  loader.start(QStringList{r0, r1});
+  loop.exec();
+  ASSERT_TRUE(errors.isEmpty()) << errors.join("; ").toStdString();
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]->rankGroups()[1].alignment.offset_ns, 40'000);
+  // The details of a merged event read like any other's (the model under the tester).
+  EventDetailsModel details;
+  tester(&details);
+  const auto& m = docs[0]->model();
+  for (quint32 i = 0; i < m.event_count(); ++i)
+    if (m.name(m.event(i)) == "gemm_kernel") {
+      details.setEvent(docs[0].get(), i);
+      break;
+    }
+  EXPECT_EQ(details.value("Name"), "gemm_kernel");
+  EXPECT_TRUE(details.value("Flow from").startsWith("cudaLaunchKernel"));
 }
 
 }  // namespace

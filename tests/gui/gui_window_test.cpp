@@ -432,5 +432,91 @@ TEST(GuiWindowTest, OurTraceAndTorchProfilersOfTheSameProgramShowTheSameKernelsS
   EXPECT_TRUE(both.save(path)) << path.toStdString();
 }
 
+// A rank's trace for the two-rank window test: 6 steps of compute kernels then an
+// all-reduce that ends at the same moment on every rank (rank 0's clock); the host clock
+// of the rank is `shift_ns` ahead and each end wobbles by up to 2 us.
+std::string two_rank_trace(int rank, const std::string& host, long long shift_ns) {
+  std::ostringstream t;
+  auto us = [&](long long ns) { return std::to_string(double(ns + shift_ns) / 1000.0); };
+  t << "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":" << rank << ",\"name\":\"H100\"}],"
+    << "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":" << rank << ",\"world_size\":2,\"host\":\"" << host
+    << "\"},\"traceEvents\":[\n";
+  t << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << 3000 + rank << ",\"tid\":0,\"args\":{\"name\":\"python train.py\"}},\n";
+  t << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << rank << ",\"tid\":7,\"args\":{\"name\":\"stream 7 compute\"}},\n";
+  t << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << rank << ",\"tid\":13,\"args\":{\"name\":\"stream 13 nccl\"}},\n";
+  const long long step = 2'000'000;
+  for (int s = 0; s < 6; ++s) {
+    const long long base = 10'000'000 + s * step;
+    t << "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#" << s << "\",\"pid\":" << 3000 + rank
+      << ",\"tid\":1,\"ts\":" << us(base) << ",\"dur\":" << double(step - 50'000) / 1000.0 << "},\n";
+    for (int k = 0; k < 8; ++k) {
+      const long long start = base + 100'000 + k * 150'000 + rank * 20'000;
+      t << "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::linear\",\"pid\":" << 3000 + rank << ",\"tid\":1,\"ts\":"
+        << us(start - 60'000) << ",\"dur\":40},\n";
+      t << "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" << (k % 2 ? "sm90_xmma_gemm_bf16" : "elementwise_kernel") << "\",\"pid\":"
+        << rank << ",\"tid\":7,\"ts\":" << us(start) << ",\"dur\":" << (k % 2 ? 120 : 60) << "},\n";
+    }
+    const long long end = base + 1'800'000 + ((s * 7 + rank * 3) % 5) * 500;  // within 2 us
+    const long long start = base + 1'350'000 + rank * 150'000;                 // rank 1 arrives later
+    t << "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\",\"pid\":" << rank
+      << ",\"tid\":13,\"ts\":" << us(start) << ",\"dur\":" << double(end - start) / 1000.0
+      << ",\"args\":{\"communication\":true,\"collective\":\"AllReduce\"}}" << (s == 5 ? "\n" : ",\n");
+  }
+  t << "]}\n";
+  return t.str();
+}
+
+TEST(GuiWindowTest, TwoRankTracesOpenAsOneTimelineWithRankGroups) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  const QString dir = QString(CUDASCOPE_ARTIFACTS) + "/two_ranks";
+  QDir().mkpath(dir);
+  const QString r0 = dir + "/trace_0.json", r1 = dir + "/trace_1.json";
+  std::ofstream(r0.toStdString()) << two_rank_trace(0, "node-a", 0);
+  std::ofstream(r1.toStdString()) << two_rank_trace(1, "node-b", 3'200'000);  // its clock is 3.2 ms ahead
+  MainWindow w;
+  w.resize(1400, 760);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  w.openFiles({r0, r1});
+  for (int i = 0; i < 100 && shown.count() < 1; ++i) shown.wait(300);
+  ASSERT_EQ(shown.count(), 1) << w.lastError().toStdString();
+  QTest::qWait(300);
+  const auto pages = w.tracePages();
+  ASSERT_EQ(pages.size(), 1) << "one tab, one timeline";
+  TraceDocument* doc = pages[0]->document();
+  ASSERT_TRUE(doc->isRankTimeline());
+  const auto& ranks = doc->rankGroups();
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[1].clock, RankGroup::Clock::aligned);
+  EXPECT_NEAR(double(ranks[1].alignment.offset_ns), -3'200'000.0, 2'000.0);
+  EXPECT_LE(ranks[1].alignment.error_ns, 2'000);
+  EXPECT_EQ(ranks[1].alignment.collectives, 6);
+  EXPECT_TRUE(pages[0]->statusText().contains("rank 1 aligned to rank 0: offset")) << pages[0]->statusText().toStdString();
+  EXPECT_EQ(w.documents()->tabText(w.documents()->currentIndex()), "ranks 0-1 (2 traces)");
+
+  // Both ranks' kernels are drawn, and a group header band sits above each rank's rows.
+  auto* view = pages[0]->view();
+  QImage shot = screenshot(w, "two_ranks");
+  std::set<int> ranks_drawn;
+  for (const auto& item : view->paintedItems())
+    if (doc->model().cat(doc->model().event(item.item.event)) == "kernel") ranks_drawn.insert(doc->rankGroupOfRow(item.row));
+  EXPECT_EQ(ranks_drawn, (std::set<int>{0, 1}));
+  int headers = 0;
+  for (quint32 r = 0; r < doc->index().rows().size(); ++r) {
+    if (view->groupHeaderAbove(r) < 0) continue;
+    ++headers;
+    const int y = view->rowTop(r) - TraceTimelineView::kGroupHeader / 2;
+    const QPoint at = view->mapTo(&w, QPoint(TraceTimelineView::kLabelWidth / 2, y));
+    if (at.y() < shot.height()) {
+      EXPECT_GT(content(shot, QRect(at.x() - 100, at.y() - 6, 200, 12)).colours, 1u) << "label text";
+    }
+  }
+  EXPECT_EQ(headers, 2);
+  QImage mine = view->render(view->size());
+  EXPECT_FALSE(mine.isNull());
+}
+
 }  // namespace
 }  // namespace cudascope::gui

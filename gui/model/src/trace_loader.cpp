@@ -8,14 +8,19 @@ namespace cudascope::gui {
 TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
   connect(&watcher_, &QFutureWatcher<Result>::finished, this, [this] {
     Result r = watcher_.result();
-    if (!r.trace) {
-      emit failed(r.error, r.cancelled);
+    if (r.cancelled) {
+      emit failed(r.errors.isEmpty() ? tr("loading cancelled") : r.errors.front(), true);
+      emit finished();
       return;
     }
-    // LoadedTrace moves into the document; the shared_ptr held only the hand-over.
-    auto owned = std::make_unique<LoadedTrace>(std::move(*r.trace));
-    emit progress(1000);
-    emit loaded(new TraceDocument(path_, std::move(owned)));
+    if (!r.documents.empty()) emit progress(1000);
+    for (auto& [path, trace] : r.documents) {
+      // LoadedTrace moves into the document; the shared_ptr held only the hand-over.
+      auto owned = std::make_unique<LoadedTrace>(std::move(*trace));
+      emit loaded(new TraceDocument(path, std::move(owned)));
+    }
+    for (const QString& error : r.errors) emit failed(error, false);
+    emit finished();
   });
 }
 
@@ -28,14 +33,15 @@ void TraceLoader::cancel() {
   if (cancel_) cancel_->store(true);
 }
 
-void TraceLoader::start(const QString& path) {
+void TraceLoader::start(const QString& path) { start(QStringList{path}); }
+
+void TraceLoader::start(const QStringList& paths) {
   cancel();
   watcher_.waitForFinished();
-  path_ = path;
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   QPointer<TraceLoader> self(this);
   auto cancel_flag = cancel_;
-  watcher_.setFuture(QtConcurrent::run([self, path, cancel_flag] {
+  watcher_.setFuture(QtConcurrent::run([self, paths, cancel_flag] {
     int last = -1;
     auto report = [&](double f) {
       const int permille = static_cast<int>(f * 1000);
@@ -47,13 +53,13 @@ void TraceLoader::start(const QString& path) {
       return !cancel_flag->load();
     };
     Result r;
-    auto loaded = load_trace_for_view(path, report, r.error, r.cancelled);
-    if (loaded && cancel_flag->load()) {
-      r.error = path + ": loading cancelled";
+    auto loaded = load_traces_for_view(paths, report, r.errors, r.cancelled);
+    if (cancel_flag->load()) {
+      if (!r.cancelled) r.errors.prepend(paths.join(", ") + ": loading cancelled");
       r.cancelled = true;
-      loaded.reset();
+      return r;
     }
-    r.trace = std::move(loaded);
+    for (auto& doc : loaded) r.documents.emplace_back(doc.path, std::shared_ptr<LoadedTrace>(std::move(doc.trace)));
     return r;
   }));
 }

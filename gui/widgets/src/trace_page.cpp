@@ -23,6 +23,8 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
+
 namespace cudascope::gui {
 
 TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent), doc_(document) {
@@ -152,6 +154,14 @@ void TracePage::updateStatus() {
                      .arg(m.event_count())
                      .arg(formatDuration(doc_->index().end_ns() - doc_->index().begin_ns()));
   if (doc_->following()) text += tr("; following the file as it grows (refreshed twice a second)");
+  if (doc_->isRankTimeline()) {
+    const auto& ranks = doc_->rankGroups();
+    text += tr("; %1 ranks in one timeline").arg(ranks.size());
+    for (const auto& rank : ranks)
+      if (rank.clock == RankGroup::Clock::aligned || rank.clock == RankGroup::Clock::unaligned) text += "; " + rank.clockText();
+    if (std::all_of(ranks.begin(), ranks.end(), [](const RankGroup& r) { return r.clock == RankGroup::Clock::one_clock; }))
+      text += tr(" on one host (one clock)");
+  }
   for (const auto& note : m.notes) text += "; " + QString::fromStdString(note);
   status_->setText(text);
 }

@@ -20,6 +20,7 @@ namespace {
 
 const QColor kBackground(0x1e, 0x1e, 0x24), kRowEven(0x23, 0x23, 0x2a), kRowOdd(0x1f, 0x1f, 0x25);
 const QColor kHeaderBg(0x34, 0x34, 0x40), kLabelBg(0x2a, 0x2a, 0x32), kText(0xe6, 0xe6, 0xea), kDim(0x9a, 0x9a, 0xa6);
+const QColor kGroupBg(0x2c, 0x3a, 0x52);
 const QColor kGrid(0x3a, 0x3a, 0x44), kMerged(0x6a, 0x6a, 0x78), kSelection(0xff, 0xff, 0xff), kFlow(0xff, 0xc8, 0x3c);
 
 QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
@@ -65,9 +66,15 @@ void TraceTimelineView::setDocument(TraceDocument* document) {
 
 void TraceTimelineView::layoutRows() {
   row_top_.clear();
+  group_above_.clear();
   int y = 0;
   if (doc_) {
+    int group = -1;
     for (quint32 r = 0; r < doc_->index().rows().size(); ++r) {
+      const int g = doc_->rankGroupOfRow(r);
+      group_above_.push_back(g >= 0 && g != group ? g : -1);
+      if (g >= 0 && g != group) y += kGroupHeader;  // a rank's header band
+      group = g;
       row_top_.push_back(y);
       y += rowHeight(r);
     }
@@ -104,6 +111,8 @@ int TraceTimelineView::rowHeight(quint32 row) const {
   }
   return 0;
 }
+
+int TraceTimelineView::groupHeaderAbove(quint32 row) const { return row < group_above_.size() ? group_above_[row] : -1; }
 
 int TraceTimelineView::rowTop(quint32 row) const {
   return row < row_top_.size() ? plotRect().top() + row_top_[row] - vscroll_->value() : -1;
@@ -268,6 +277,29 @@ void TraceTimelineView::paintAll(QPainter& p, QSize size) {
                p.fontMetrics().elidedText(QString::fromStdString(row.label), Qt::ElideMiddle, text_rect.width()));
     p.setPen(kGrid);
     p.drawLine(0, top + h - 1, size.width(), top + h - 1);
+  }
+  // Rank groups: a band above each rank's first row, across labels and plot.
+  for (quint32 r = 0; r < rows.size(); ++r) {
+    const int g = groupHeaderAbove(r);
+    if (g < 0) continue;
+    const int top = rowTop(r) - kGroupHeader;
+    if (top + kGroupHeader < plot.top() || top > plot.bottom()) continue;
+    const auto& group = doc_->rankGroups()[std::size_t(g)];
+    p.fillRect(QRect(0, top, size.width(), kGroupHeader), kGroupBg);
+    QFont f = font();
+    f.setBold(true);
+    p.setFont(f);
+    p.setPen(kText);
+    const QRect label_rect(6, top, kLabelWidth - 12, kGroupHeader);
+    p.drawText(label_rect, Qt::AlignLeft | Qt::AlignVCenter,
+               p.fontMetrics().elidedText(group.label(), Qt::ElideRight, label_rect.width()));
+    p.setFont(font());
+    p.setPen(kDim);
+    const QRect clock_rect(kLabelWidth + 6, top, std::max(0, size.width() - kLabelWidth - 12), kGroupHeader);
+    p.drawText(clock_rect, Qt::AlignLeft | Qt::AlignVCenter,
+               p.fontMetrics().elidedText(group.clockText(), Qt::ElideRight, clock_rect.width()));
+    p.setPen(kGrid);
+    p.drawLine(0, top + kGroupHeader - 1, size.width(), top + kGroupHeader - 1);
   }
   p.setFont(font());
   p.setClipping(false);

@@ -9,30 +9,50 @@
 #include <cudascope/analysis/timeline_index.h>
 #include <cudascope/analysis/timeline_search.h>
 #include <cudascope/analysis/trace_loader.h>
+#include <cudascope/gui/rank_timeline.h>
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 class QTimer;
 
 namespace cudascope::gui {
 
-// What loading produces off the UI thread: the follower holding the model, and its indexes.
+// What loading produces off the UI thread: the follower holding the model (or, for several
+// rank traces merged into one timeline, the merged model), and its indexes.
 struct LoadedTrace {
   std::unique_ptr<analysis::TraceFollower> follower;
+  std::unique_ptr<analysis::TraceModel> merged;  // set instead of `follower` for a rank timeline
+  std::vector<RankGroup> ranks;                  // of `merged`, by rank
+  std::vector<int> process_rank;                 // per process of `merged`: index into ranks (-1 none)
+  QStringList paths;                             // the files merged (empty: the one path)
   analysis::TimelineIndex index;
   std::unique_ptr<analysis::TimelineSearch> search;
   double load_seconds = 0, index_seconds = 0;
-  const analysis::TraceModel& trace() const { return follower->model(); }
+  const analysis::TraceModel& trace() const { return follower ? follower->model() : *merged; }
 };
 
 // Reads `path` and builds its indexes (any thread). The file (plain or gzip) is read
 // through a TraceFollower, so a trace still being written can be followed afterwards. `progress` gets the fraction read and returns false to cancel. Empty error on success.
 std::unique_ptr<LoadedTrace> load_trace_for_view(const QString& path, const std::function<bool(double)>& progress,
                                                  QString& error, bool& cancelled);
+
+// One document of several files opened together: its path (a rank timeline: the lowest
+// rank's file) and what was loaded.
+struct LoadedDocument {
+  QString path;
+  std::unique_ptr<LoadedTrace> trace;
+};
+// Reads several traces (any thread): those that form rank sets (rank_sets()) are merged into
+// one timeline each, the others are documents of their own, in the order of `paths` (a rank
+// timeline where its first file was). A file that fails adds its message to `errors`.
+std::vector<LoadedDocument> load_traces_for_view(const QStringList& paths, const std::function<bool(double)>& progress,
+                                                 QStringList& errors, bool& cancelled);
 
 class TraceDocument : public QObject {
   Q_OBJECT
@@ -43,6 +63,15 @@ class TraceDocument : public QObject {
   ~TraceDocument() override;
 
   const QString& path() const { return path_; }
+  // The file name, or for a rank timeline "ranks 0-3 (4 traces)".
+  QString displayName() const;
+  // Every file shown (one, or the rank traces merged).
+  QStringList paths() const;
+  // A rank timeline: its ranks (by rank) and, per timeline row, the rank group it belongs
+  // to (index into rankGroups(); -1 for a row of no rank, and for every row of a single trace).
+  const std::vector<RankGroup>& rankGroups() const { return loaded_->ranks; }
+  bool isRankTimeline() const { return !loaded_->ranks.empty(); }
+  int rankGroupOfRow(quint32 row) const;
   const analysis::TraceModel& model() const { return loaded_->trace(); }
   const analysis::TimelineIndex& index() const { return loaded_->index; }
   double loadSeconds() const { return loaded_->load_seconds; }

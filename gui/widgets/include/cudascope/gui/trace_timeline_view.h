@@ -8,6 +8,9 @@
 // Mouse: wheel zooms at the pointer, drag pans, Shift+drag selects a time range, click
 // selects an event (a merged run: zooms into it), Shift+wheel or the scroll bar scrolls rows.
 // Keys as in Perfetto: W/S zoom in/out, A/D pan, plus Home (everything), Esc (clear).
+//
+// A rank timeline (several rank traces opened together, rank_timeline.h) gets a group
+// header band above each rank's processes: "rank N (host)" and how its clock was aligned.
 
 #include <cudascope/gui/trace_document.h>
 
@@ -26,7 +29,7 @@ class TraceTimelineView : public QWidget {
   Q_OBJECT
  public:
   static constexpr quint32 kNone = UINT32_MAX;
-  static constexpr int kLabelWidth = 230, kRulerHeight = 26, kLane = 18, kHeader = 22, kCounter = 42;
+  static constexpr int kLabelWidth = 230, kRulerHeight = 26, kLane = 18, kHeader = 22, kCounter = 42, kGroupHeader = 24;
 
   explicit TraceTimelineView(QWidget* parent = nullptr);
   void setDocument(TraceDocument* document);
@@ -52,6 +55,8 @@ class TraceTimelineView : public QWidget {
   QRect plotRect() const;
   int rowTop(quint32 row) const;  // in widget coordinates, scrolled
   int rowHeight(quint32 row) const;
+  // A rank timeline: the rank group whose header band sits just above `row` (-1: none).
+  int groupHeaderAbove(quint32 row) const;
   // The colour an event of this name is drawn in (a stable hash of the text).
   static QRgb nameColour(std::string_view name);
 
@@ -103,6 +108,7 @@ class TraceTimelineView : public QWidget {
   QPointer<TraceDocument> doc_;
   qint64 t0_ = 0, t1_ = 1;
   std::vector<int> row_top_;  // unscrolled, from the plot's top
+  std::vector<int> group_above_;  // per row: the rank group whose header is drawn above it, -1 none
   int content_height_ = 0;
   qint64 known_end_ = 0;  // the trace's end at the last layout (follow mode)
   QScrollBar* vscroll_;

@@ -1,0 +1,319 @@
+#include <cudascope/gui/rank_timeline.h>
+
+#include <cudascope/analysis/trace_loader.h>
+#include <cudascope/util/json_escape.h>
+
+#include <QFileInfo>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace cudascope::gui {
+namespace {
+
+using analysis::TraceModel;
+
+std::int64_t median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
+  const std::int64_t hi = v[mid];
+  if (v.size() % 2) return hi;
+  const std::int64_t lo = *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid));
+  // The mean of the middle two, rounded to the nearest ns (halves away from zero).
+  const std::int64_t sum = lo + hi;
+  return sum >= 0 ? (sum + 1) / 2 : -((-sum + 1) / 2);
+}
+
+QString micros(std::int64_t ns) { return QString::number(double(ns) / 1000.0, 'f', 3) + " us"; }
+
+// Trace JSON times are microseconds; ns keep all their digits as three decimals.
+void append_us(std::string& out, std::int64_t ns) {
+  const bool negative = ns < 0;
+  const std::uint64_t a = negative ? std::uint64_t(0) - std::uint64_t(ns) : std::uint64_t(ns);
+  if (negative) out += '-';
+  out += std::to_string(a / 1000);
+  const unsigned frac = unsigned(a % 1000);
+  if (frac) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, ".%03u", frac);
+    out += buf;
+  }
+}
+
+}  // namespace
+
+bool is_communication_kernel(const TraceModel& model, const TraceModel::Event& e) {
+  if (e.ph != 'X' || model.cat(e) != "kernel") return false;
+  if (model.name(e).substr(0, 4) == "nccl") return true;
+  const std::string_view args = model.args_json(e);
+  return args.find("\"communication\":true") != std::string_view::npos;
+}
+
+std::vector<std::int64_t> collective_ends(const TraceModel& model) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> found;  // (start, end)
+  for (std::size_t i = 0; i < model.event_count(); ++i) {
+    const auto& e = model.event(i);
+    if (is_communication_kernel(model, e)) found.emplace_back(e.ts_ns, e.end_ns());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::int64_t> ends;
+  ends.reserve(found.size());
+  for (const auto& f : found) ends.push_back(f.second);
+  return ends;
+}
+
+ClockAlignment align_on_collectives(const std::vector<std::int64_t>& reference_ends, const std::vector<std::int64_t>& ends) {
+  ClockAlignment a;
+  const std::size_t n = std::min(reference_ends.size(), ends.size());
+  a.counts_differ = reference_ends.size() != ends.size();
+  a.collectives = int(n);
+  if (n == 0) return a;
+  std::vector<std::int64_t> diffs(n);
+  for (std::size_t k = 0; k < n; ++k) diffs[k] = reference_ends[k] - ends[k];
+  a.offset_ns = median(diffs);
+  const auto [lo, hi] = std::minmax_element(diffs.begin(), diffs.end());
+  a.spread_ns = *hi - *lo;
+  std::vector<std::int64_t> deviations(n);
+  for (std::size_t k = 0; k < n; ++k) deviations[k] = diffs[k] >= a.offset_ns ? diffs[k] - a.offset_ns : a.offset_ns - diffs[k];
+  a.error_ns = median(std::move(deviations));
+  return a;
+}
+
+bool one_host(const std::vector<std::string>& hosts) {
+  const std::string* seen = nullptr;
+  for (const auto& h : hosts) {
+    if (h.empty()) continue;
+    if (seen && *seen != h) return false;
+    seen = &h;
+  }
+  return true;
+}
+
+QString RankGroup::label() const {
+  QString text = QStringLiteral("rank %1").arg(rank);
+  if (!host.empty()) text += QStringLiteral(" (%1)").arg(QString::fromStdString(host));
+  return text;
+}
+
+QString RankGroup::clockText() const {
+  switch (clock) {
+    case Clock::reference: return QStringLiteral("rank %1: the reference clock").arg(rank);
+    case Clock::one_clock:
+      return reference_rank >= 0 && reference_rank != rank
+                 ? QStringLiteral("rank %1: same host as rank %2, one clock").arg(rank).arg(reference_rank)
+                 : QStringLiteral("rank %1: one host, one clock").arg(rank);
+    case Clock::aligned: {
+      QString text = QStringLiteral("rank %1 aligned to rank %2: offset %3 ± %4 (%5 collectives)")
+                         .arg(rank)
+                         .arg(reference_rank)
+                         .arg(micros(alignment.offset_ns), micros(alignment.error_ns))
+                         .arg(alignment.collectives);
+      if (alignment.counts_differ) text += QStringLiteral("; the ranks ran different numbers of collectives");
+      return text;
+    }
+    case Clock::unaligned:
+      return QStringLiteral("rank %1 not aligned to rank %2: no collectives to match (times as recorded, clocks may differ)")
+          .arg(rank)
+          .arg(reference_rank);
+  }
+  return {};
+}
+
+std::vector<std::vector<std::size_t>> rank_sets(const std::vector<const TraceModel*>& models) {
+  std::map<analysis::TraceFormat, std::vector<std::size_t>> by_format;
+  for (std::size_t i = 0; i < models.size(); ++i)
+    if (models[i] && models[i]->rank >= 0) by_format[models[i]->format].push_back(i);
+  std::vector<std::vector<std::size_t>> sets;
+  for (auto& [format, members] : by_format) {
+    if (members.size() < 2) continue;
+    std::set<int> ranks;
+    for (std::size_t i : members) ranks.insert(models[i]->rank);
+    if (ranks.size() != members.size()) continue;  // a rank twice: separate timelines, as before
+    std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) { return models[a]->rank < models[b]->rank; });
+    sets.push_back(members);
+  }
+  std::sort(sets.begin(), sets.end());  // in the order the files were given
+  return sets;
+}
+
+std::vector<RankGroup> plan_clocks(const std::vector<RankSource>& unsorted) {
+  std::vector<RankSource> sources = unsorted;
+  std::stable_sort(sources.begin(), sources.end(), [](const RankSource& a, const RankSource& b) { return a.model->rank < b.model->rank; });
+  std::vector<RankGroup> groups;
+  std::vector<std::string> hosts;
+  for (const auto& s : sources) hosts.push_back(s.model->host);
+  const bool same = one_host(hosts);
+  std::vector<std::int64_t> reference_ends;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    RankGroup g;
+    g.rank = sources[i].model->rank;
+    g.host = sources[i].model->host;
+    g.path = sources[i].path;
+    g.reference_rank = sources.front().model->rank;
+    if (same) {
+      g.clock = RankGroup::Clock::one_clock;
+    } else if (i == 0) {
+      g.clock = RankGroup::Clock::reference;
+      reference_ends = collective_ends(*sources[i].model);
+    } else if (!g.host.empty() && g.host == sources.front().model->host) {
+      g.clock = RankGroup::Clock::one_clock;  // the reference's own host: its clock
+    } else {
+      g.alignment = align_on_collectives(reference_ends, collective_ends(*sources[i].model));
+      g.clock = g.alignment.collectives > 0 ? RankGroup::Clock::aligned : RankGroup::Clock::unaligned;
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+MergedRankTimeline merge_rank_traces(std::vector<RankSource> sources) {
+  MergedRankTimeline out;
+  if (sources.empty()) {
+    out.error = "no traces to merge";
+    return out;
+  }
+  std::stable_sort(sources.begin(), sources.end(), [](const RankSource& a, const RankSource& b) { return a.model->rank < b.model->rank; });
+  out.groups = plan_clocks(sources);
+  out.one_clock = std::all_of(out.groups.begin(), out.groups.end(),
+                              [](const RankGroup& g) { return g.clock == RankGroup::Clock::one_clock; });
+
+  std::uint64_t bytes = 0;
+  for (const auto& s : sources) bytes += s.model->input_bytes;
+  std::string text;
+  text.reserve(std::size_t(bytes + bytes / 4 + 4096));
+  // Kineto traces stay Kineto's (schemaVersion marks the format); others read as Chrome's.
+  const bool kineto = std::all_of(sources.begin(), sources.end(),
+                                  [](const RankSource& s) { return s.model->format == analysis::TraceFormat::kineto; });
+  text += kineto ? "{\"schemaVersion\":1,\"traceEvents\":[\n" : "{\"traceEvents\":[\n";
+  bool first_event = true;
+  std::set<std::int64_t> used_pids;
+  std::set<std::string> used_text_pids;
+  std::map<std::int64_t, int> group_of_pid;
+  std::map<std::string, int> group_of_text_pid;
+
+  for (std::size_t g = 0; g < sources.size(); ++g) {
+    const TraceModel& m = *sources[g].model;
+    const std::int64_t offset = out.groups[g].clock == RankGroup::Clock::aligned ? out.groups[g].alignment.offset_ns : 0;
+    const std::string id_suffix = "@rank" + std::to_string(m.rank);
+    // Each process gets a pid unique across ranks: a host keeps its own when it can; a GPU
+    // moves above any real pid and is named "GPU N" by its labels (the model's rule).
+    const auto& processes = m.processes();
+    std::vector<std::string> pid_json(processes.size());
+    std::vector<std::uint32_t> order(processes.size());
+    for (std::uint32_t p = 0; p < order.size(); ++p) order[p] = p;
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      if (processes[a].sort_index != processes[b].sort_index) return processes[a].sort_index < processes[b].sort_index;
+      return processes[a].pid < processes[b].pid;
+    });
+    std::vector<std::int64_t> sort_index(processes.size());
+    for (std::size_t k = 0; k < order.size(); ++k) sort_index[order[k]] = std::int64_t(g) * 1'000'000'000'000LL + std::int64_t(k);
+    for (std::uint32_t p = 0; p < processes.size(); ++p) {
+      const auto& proc = processes[p];
+      std::string json;
+      if (proc.pid_text != analysis::kNoString) {
+        std::string name(m.string(proc.pid_text));
+        if (used_text_pids.count(name)) name += " (rank " + std::to_string(m.rank) + ")";
+        while (used_text_pids.count(name)) name += "'";
+        used_text_pids.insert(name);
+        group_of_text_pid[name] = int(g);
+        util::append_json_string(json, name);
+      } else {
+        std::int64_t pid = proc.device >= 0 ? 1'000'000'000LL + std::int64_t(g) * 100'000 + proc.device : proc.pid;
+        if (proc.device < 0 && used_pids.count(pid)) pid = proc.pid + std::int64_t(g + 1) * 10'000'000LL;
+        while (used_pids.count(pid)) ++pid;
+        used_pids.insert(pid);
+        group_of_pid[pid] = int(g);
+        json = std::to_string(pid);
+      }
+      pid_json[p] = json;
+      // The process's place (rank first) and, for a GPU, the label that makes it one.
+      if (!first_event) text += ",\n";
+      first_event = false;
+      text += "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + json + ",\"tid\":0,\"args\":{\"sort_index\":" +
+              std::to_string(sort_index[p]) + "}}";
+      if (proc.device >= 0)
+        text += ",\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":" + json + ",\"tid\":0,\"args\":{\"labels\":\"GPU " +
+                std::to_string(proc.device) + "\"}}";
+    }
+    const auto& tracks = m.tracks();
+    std::vector<std::string> tid_json(tracks.size());
+    for (std::size_t t = 0; t < tracks.size(); ++t) {
+      if (tracks[t].tid_text != analysis::kNoString) util::append_json_string(tid_json[t], m.string(tracks[t].tid_text));
+      else tid_json[t] = std::to_string(tracks[t].tid);
+    }
+
+    for (std::size_t i = 0; i < m.event_count(); ++i) {
+      const auto& e = m.event(i);
+      const std::string_view name = m.name(e);
+      const auto& track = tracks[e.track];
+      // Ours replace the process's place, and a GPU's labels (they make it "GPU N").
+      if (e.ph == 'M' && (name == "process_sort_index" || (name == "process_labels" && processes[track.process].device >= 0)))
+        continue;
+      if (!first_event) text += ",\n";
+      first_event = false;
+      text += "{\"ph\":\"";
+      text += e.ph;
+      text += '"';
+      if (e.name != analysis::kNoString) {
+        text += ",\"name\":";
+        util::append_json_string(text, name);
+      }
+      if (e.cat != analysis::kNoString) {
+        text += ",\"cat\":";
+        util::append_json_string(text, m.cat(e));
+      }
+      text += ",\"pid\":" + pid_json[track.process] + ",\"tid\":" + tid_json[e.track];
+      if (e.ph != 'M') {
+        text += ",\"ts\":";
+        append_us(text, e.ts_ns + offset);
+        if (e.ph == 'X' && e.dur_ns >= 0) {
+          text += ",\"dur\":";
+          append_us(text, e.dur_ns);
+        }
+      }
+      if (e.id != analysis::kNoId) {
+        text += ",\"id\":";
+        util::append_json_string(text, m.id_text(e) + id_suffix);  // flows and async ranges stay within their rank
+      }
+      if (e.flags & TraceModel::kFlagBindEnclosing) text += ",\"bp\":\"e\"";
+      if (e.flags & TraceModel::kFlagGlobalScope) text += ",\"s\":\"g\"";
+      if (e.flags & TraceModel::kFlagProcessScope) text += ",\"s\":\"p\"";
+      const std::string_view args = m.args_json(e);
+      if (!args.empty()) {
+        text += ",\"args\":";
+        text += args;
+      }
+      text += '}';
+    }
+  }
+  text += "\n]}\n";
+
+  std::string origin = "ranks";
+  for (const auto& g : out.groups) origin += " " + std::to_string(g.rank);
+  auto loaded = analysis::load_trace_text(text, origin);
+  std::string().swap(text);
+  if (!loaded.ok()) {
+    out.error = "merging the rank traces failed: " + loaded.error;
+    return out;
+  }
+  out.model = std::move(loaded.model);
+  for (const auto& s : sources)
+    for (const auto& note : s.model->notes)
+      out.model->notes.push_back("rank " + std::to_string(s.model->rank) + ": " + note);
+  out.process_group.assign(out.model->processes().size(), -1);
+  for (std::size_t p = 0; p < out.model->processes().size(); ++p) {
+    const auto& proc = out.model->processes()[p];
+    if (proc.pid_text != analysis::kNoString) {
+      const auto it = group_of_text_pid.find(std::string(out.model->string(proc.pid_text)));
+      if (it != group_of_text_pid.end()) out.process_group[p] = it->second;
+    } else {
+      const auto it = group_of_pid.find(proc.pid);
+      if (it != group_of_pid.end()) out.process_group[p] = it->second;
+    }
+  }
+  return out;
+}
+
+}  // namespace cudascope::gui
