@@ -178,15 +178,20 @@ std::string element_function(const JitKernel& k) {
   return text + "}\n";
 }
 
+// cs_offsets(a, i, off): each operand's element offset for the i-th element in row-major
+// order, for index type I: unsigned 32-bit where the tensor has fewer than 2^31 elements
+// (a GPU divides 32-bit integers in a few instructions and emulates 64-bit division), else
+// 64-bit.
 std::string offsets_function(int operands) {
   const std::string n = std::to_string(operands);
-  return "CS_FN void cs_offsets(const CsJitArgs& a, long long i, long long* off) {\n"
+  return "template <typename I>\n"
+         "CS_FN void cs_offsets(const CsJitArgs& a, I i, long long* off) {\n"
          "  for (int k = 0; k < " + n + "; ++k) off[k] = 0;\n"
          "  for (int d = a.ndim - 1; d >= 0; --d) {\n"
-         "    const long long size = a.sizes[d];\n"
-         "    const long long c = i % size;\n"
+         "    const I size = static_cast<I>(a.sizes[d]);\n"
+         "    const I c = i % size;\n"
          "    i /= size;\n"
-         "    for (int k = 0; k < " + n + "; ++k) off[k] += c * a.strides[k][d];\n"
+         "    for (int k = 0; k < " + n + "; ++k) off[k] += static_cast<long long>(c) * a.strides[k][d];\n"
          "  }\n}\n";
 }
 
@@ -219,12 +224,19 @@ std::string host_shell(const JitKernel& k, const std::string& kernel_name) {
 
 std::string device_strided_shell(const JitKernel& k, const std::string& kernel_name) {
   const std::string n = std::to_string(k.num_operands());
+  // Below 2^31 elements the index arithmetic is 32-bit: i + step stays below 2^32 (the grid
+  // holds at most 2^27 threads), so the unsigned loop cannot wrap.
   return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kJitBlockThreads) + ") " + kernel_name +
          "(const CsJitArgs a) {\n"
+         "  long long off[" + n + "];\n"
+         "  if (a.numel < 0x80000000LL) {\n"
+         "    const unsigned int numel = static_cast<unsigned int>(a.numel), step = gridDim.x * blockDim.x;\n"
+         "    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += step) {\n"
+         "      cs_offsets<unsigned int>(a, i, off);\n"
+         "      cs_element(a, off);\n    }\n    return;\n  }\n"
          "  const long long step = (long long)gridDim.x * blockDim.x;\n"
          "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.numel; i += step) {\n"
-         "    long long off[" + n + "];\n"
-         "    cs_offsets(a, i, off);\n"
+         "    cs_offsets<long long>(a, i, off);\n"
          "    cs_element(a, off);\n  }\n}\n";
 }
 
