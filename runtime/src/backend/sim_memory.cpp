@@ -8,10 +8,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace cudascope::cuda::detail {
 namespace {
@@ -46,7 +49,8 @@ constexpr bool kFixedAddresses = true;
 constexpr bool kFixedAddresses = true;
 #endif
 
-std::uintptr_t map_range(std::uintptr_t hint, std::size_t size, int protection) {
+// The range at `hint` if it is free, else anywhere; 0 when the address space has no room.
+std::uintptr_t try_map_range(std::uintptr_t hint, std::size_t size, int protection) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   if (!kFixedAddresses) hint = 0;
 #ifdef MAP_FIXED_NOREPLACE
@@ -56,20 +60,31 @@ std::uintptr_t map_range(std::uintptr_t hint, std::size_t size, int protection) 
   }
 #endif
   void* anywhere = mmap(reinterpret_cast<void*>(hint), size, protection, flags, -1, 0);
-  if (anywhere == MAP_FAILED) {
-    throw_error(error_code::kMemoryAllocation, "mmap", __FILE__, __LINE__,
-                "cannot reserve " + std::to_string(size) + " bytes of address space for the sim device: " +
-                    std::strerror(errno));
+  return anywhere == MAP_FAILED ? 0 : reinterpret_cast<std::uintptr_t>(anywhere);
+}
+
+// Reserves the device's range: address_span() when the process has that much address space,
+// else halved down to twice the capacity (ThreadSanitizer leaves a process far less than
+// the usual 128 TiB, too little for 8x on two devices of 128 GiB).
+std::pair<std::uintptr_t, std::size_t> reserve_device_range(int device, std::size_t capacity) {
+  const std::uintptr_t hint = kFirstDeviceBase + static_cast<std::uintptr_t>(device) * kDeviceSpan;
+  const std::size_t smallest = std::max(round_up(2 * capacity, SimAddressSpace::kChunkUnit), 2 * SimAddressSpace::kChunkUnit);
+  for (std::size_t span = address_span(capacity);; span /= 2) {
+    span = std::max(round_up(span, SimAddressSpace::kChunkUnit), smallest);
+    if (const std::uintptr_t base = try_map_range(hint, span, PROT_NONE)) return {base, span};
+    if (span == smallest) {
+      throw_error(error_code::kMemoryAllocation, "mmap", __FILE__, __LINE__,
+                  "cannot reserve " + std::to_string(span) + " bytes of address space for sim device " +
+                      std::to_string(device) + ": " + std::strerror(errno));
+    }
   }
-  return reinterpret_cast<std::uintptr_t>(anywhere);
 }
 
 }  // namespace
 
 SimMemory::SimMemory(int device, std::size_t capacity) : device_(device), capacity_(capacity) {
-  span_ = address_span(capacity_);
   // Nothing is accessible until cudaMalloc or cuMemMap makes it so.
-  base_ = map_range(kFirstDeviceBase + static_cast<std::uintptr_t>(device) * kDeviceSpan, span_, PROT_NONE);
+  std::tie(base_, span_) = reserve_device_range(device, capacity_);
   // The policy needs chunk-aligned ends; mmap's pages may sit anywhere without a fixed hint.
   const std::uintptr_t first = (base_ + SimAddressSpace::kChunkUnit - 1) / SimAddressSpace::kChunkUnit *
                                SimAddressSpace::kChunkUnit;
