@@ -168,6 +168,155 @@ std::vector<RankGroup> plan_clocks(const std::vector<RankSource>& unsorted) {
   return groups;
 }
 
+namespace {
+
+// Several ranks' events written as one trace's JSON: pids unique across ranks, processes
+// ordered rank first, times shifted by each rank's clock offset, flow and async ids scoped to
+// their rank. Remembers which rank group each written pid belongs to.
+class MergedTraceText {
+ public:
+  MergedTraceText(bool kineto, std::uint64_t input_bytes) {
+    text_.reserve(std::size_t(input_bytes + input_bytes / 4 + 4096));
+    // Kineto traces stay Kineto's (schemaVersion marks the format); others read as Chrome's.
+    text_ += kineto ? "{\"schemaVersion\":1,\"traceEvents\":[\n" : "{\"traceEvents\":[\n";
+  }
+
+  void add_rank(const TraceModel& m, int group, std::int64_t offset_ns) {
+    const std::vector<std::string> pid_json = write_processes(m, group);
+    const auto& tracks = m.tracks();
+    std::vector<std::string> tid_json(tracks.size());
+    for (std::size_t t = 0; t < tracks.size(); ++t) {
+      if (tracks[t].tid_text != analysis::kNoString) util::append_json_string(tid_json[t], m.string(tracks[t].tid_text));
+      else tid_json[t] = std::to_string(tracks[t].tid);
+    }
+    const std::string id_suffix = "@rank" + std::to_string(m.rank);
+    for (std::size_t i = 0; i < m.event_count(); ++i) {
+      const auto& e = m.event(i);
+      const std::string_view name = m.name(e);
+      const auto& track = tracks[e.track];
+      // Ours replace the process's place, and a GPU's labels (they make it "GPU N").
+      if (e.ph == 'M' && (name == "process_sort_index" || (name == "process_labels" && m.processes()[track.process].device >= 0)))
+        continue;
+      write_event(m, e, pid_json[track.process] + ",\"tid\":" + tid_json[e.track], offset_ns, id_suffix);
+    }
+  }
+
+  std::string finish() {
+    text_ += "\n]}\n";
+    return std::move(text_);
+  }
+
+  // The rank group of a process of the model read back from the text; -1 if none.
+  int group_of(const TraceModel& merged, const TraceModel::Process& proc) const {
+    if (proc.pid_text != analysis::kNoString) {
+      const auto it = group_of_text_pid_.find(std::string(merged.string(proc.pid_text)));
+      return it != group_of_text_pid_.end() ? it->second : -1;
+    }
+    const auto it = group_of_pid_.find(proc.pid);
+    return it != group_of_pid_.end() ? it->second : -1;
+  }
+
+ private:
+  void separator() {
+    if (!first_event_) text_ += ",\n";
+    first_event_ = false;
+  }
+
+  // A pid unique across ranks: a host keeps its own when it can; a GPU moves above any real
+  // pid and is named "GPU N" by its labels (the model's rule).
+  std::string unique_pid(const TraceModel& m, const TraceModel::Process& proc, int group) {
+    std::string json;
+    if (proc.pid_text != analysis::kNoString) {
+      std::string name(m.string(proc.pid_text));
+      if (used_text_pids_.count(name)) name += " (rank " + std::to_string(m.rank) + ")";
+      while (used_text_pids_.count(name)) name += "'";
+      used_text_pids_.insert(name);
+      group_of_text_pid_[name] = group;
+      util::append_json_string(json, name);
+      return json;
+    }
+    std::int64_t pid = proc.device >= 0 ? 1'000'000'000LL + std::int64_t(group) * 100'000 + proc.device : proc.pid;
+    if (proc.device < 0 && used_pids_.count(pid)) pid = proc.pid + std::int64_t(group + 1) * 10'000'000LL;
+    while (used_pids_.count(pid)) ++pid;
+    used_pids_.insert(pid);
+    group_of_pid_[pid] = group;
+    return std::to_string(pid);
+  }
+
+  // Each process's pid, place (rank first, then the model's order) and, for a GPU, the label
+  // that makes it one.
+  std::vector<std::string> write_processes(const TraceModel& m, int group) {
+    const auto& processes = m.processes();
+    std::vector<std::uint32_t> order(processes.size());
+    for (std::uint32_t p = 0; p < order.size(); ++p) order[p] = p;
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      if (processes[a].sort_index != processes[b].sort_index) return processes[a].sort_index < processes[b].sort_index;
+      return processes[a].pid < processes[b].pid;
+    });
+    std::vector<std::int64_t> sort_index(processes.size());
+    for (std::size_t k = 0; k < order.size(); ++k) sort_index[order[k]] = std::int64_t(group) * 1'000'000'000'000LL + std::int64_t(k);
+    std::vector<std::string> pid_json(processes.size());
+    for (std::uint32_t p = 0; p < processes.size(); ++p) {
+      const std::string json = unique_pid(m, processes[p], group);
+      pid_json[p] = json;
+      separator();
+      text_ += "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + json + ",\"tid\":0,\"args\":{\"sort_index\":" +
+               std::to_string(sort_index[p]) + "}}";
+      if (processes[p].device >= 0)
+        text_ += ",\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":" + json + ",\"tid\":0,\"args\":{\"labels\":\"GPU " +
+                 std::to_string(processes[p].device) + "\"}}";
+    }
+    return pid_json;
+  }
+
+  void write_event(const TraceModel& m, const TraceModel::Event& e, const std::string& pid_and_tid, std::int64_t offset_ns,
+                   const std::string& id_suffix) {
+    separator();
+    text_ += "{\"ph\":\"";
+    text_ += e.ph;
+    text_ += '"';
+    if (e.name != analysis::kNoString) {
+      text_ += ",\"name\":";
+      util::append_json_string(text_, m.name(e));
+    }
+    if (e.cat != analysis::kNoString) {
+      text_ += ",\"cat\":";
+      util::append_json_string(text_, m.cat(e));
+    }
+    text_ += ",\"pid\":" + pid_and_tid;
+    if (e.ph != 'M') {
+      text_ += ",\"ts\":";
+      append_us(text_, e.ts_ns + offset_ns);
+      if (e.ph == 'X' && e.dur_ns >= 0) {
+        text_ += ",\"dur\":";
+        append_us(text_, e.dur_ns);
+      }
+    }
+    if (e.id != analysis::kNoId) {
+      text_ += ",\"id\":";
+      util::append_json_string(text_, m.id_text(e) + id_suffix);  // flows and async ranges stay within their rank
+    }
+    if (e.flags & TraceModel::kFlagBindEnclosing) text_ += ",\"bp\":\"e\"";
+    if (e.flags & TraceModel::kFlagGlobalScope) text_ += ",\"s\":\"g\"";
+    if (e.flags & TraceModel::kFlagProcessScope) text_ += ",\"s\":\"p\"";
+    const std::string_view args = m.args_json(e);
+    if (!args.empty()) {
+      text_ += ",\"args\":";
+      text_ += args;
+    }
+    text_ += '}';
+  }
+
+  std::string text_;
+  bool first_event_ = true;
+  std::set<std::int64_t> used_pids_;
+  std::set<std::string> used_text_pids_;
+  std::map<std::int64_t, int> group_of_pid_;
+  std::map<std::string, int> group_of_text_pid_;
+};
+
+}  // namespace
+
 MergedRankTimeline merge_rank_traces(std::vector<RankSource> sources) {
   MergedRankTimeline out;
   if (sources.empty()) {
@@ -178,122 +327,19 @@ MergedRankTimeline merge_rank_traces(std::vector<RankSource> sources) {
   out.groups = plan_clocks(sources);
   out.one_clock = std::all_of(out.groups.begin(), out.groups.end(),
                               [](const RankGroup& g) { return g.clock == RankGroup::Clock::one_clock; });
-
   std::uint64_t bytes = 0;
   for (const auto& s : sources) bytes += s.model->input_bytes;
-  std::string text;
-  text.reserve(std::size_t(bytes + bytes / 4 + 4096));
-  // Kineto traces stay Kineto's (schemaVersion marks the format); others read as Chrome's.
   const bool kineto = std::all_of(sources.begin(), sources.end(),
                                   [](const RankSource& s) { return s.model->format == analysis::TraceFormat::kineto; });
-  text += kineto ? "{\"schemaVersion\":1,\"traceEvents\":[\n" : "{\"traceEvents\":[\n";
-  bool first_event = true;
-  std::set<std::int64_t> used_pids;
-  std::set<std::string> used_text_pids;
-  std::map<std::int64_t, int> group_of_pid;
-  std::map<std::string, int> group_of_text_pid;
-
+  MergedTraceText merged(kineto, bytes);
   for (std::size_t g = 0; g < sources.size(); ++g) {
-    const TraceModel& m = *sources[g].model;
-    const std::int64_t offset = out.groups[g].clock == RankGroup::Clock::aligned ? out.groups[g].alignment.offset_ns : 0;
-    const std::string id_suffix = "@rank" + std::to_string(m.rank);
-    // Each process gets a pid unique across ranks: a host keeps its own when it can; a GPU
-    // moves above any real pid and is named "GPU N" by its labels (the model's rule).
-    const auto& processes = m.processes();
-    std::vector<std::string> pid_json(processes.size());
-    std::vector<std::uint32_t> order(processes.size());
-    for (std::uint32_t p = 0; p < order.size(); ++p) order[p] = p;
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      if (processes[a].sort_index != processes[b].sort_index) return processes[a].sort_index < processes[b].sort_index;
-      return processes[a].pid < processes[b].pid;
-    });
-    std::vector<std::int64_t> sort_index(processes.size());
-    for (std::size_t k = 0; k < order.size(); ++k) sort_index[order[k]] = std::int64_t(g) * 1'000'000'000'000LL + std::int64_t(k);
-    for (std::uint32_t p = 0; p < processes.size(); ++p) {
-      const auto& proc = processes[p];
-      std::string json;
-      if (proc.pid_text != analysis::kNoString) {
-        std::string name(m.string(proc.pid_text));
-        if (used_text_pids.count(name)) name += " (rank " + std::to_string(m.rank) + ")";
-        while (used_text_pids.count(name)) name += "'";
-        used_text_pids.insert(name);
-        group_of_text_pid[name] = int(g);
-        util::append_json_string(json, name);
-      } else {
-        std::int64_t pid = proc.device >= 0 ? 1'000'000'000LL + std::int64_t(g) * 100'000 + proc.device : proc.pid;
-        if (proc.device < 0 && used_pids.count(pid)) pid = proc.pid + std::int64_t(g + 1) * 10'000'000LL;
-        while (used_pids.count(pid)) ++pid;
-        used_pids.insert(pid);
-        group_of_pid[pid] = int(g);
-        json = std::to_string(pid);
-      }
-      pid_json[p] = json;
-      // The process's place (rank first) and, for a GPU, the label that makes it one.
-      if (!first_event) text += ",\n";
-      first_event = false;
-      text += "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + json + ",\"tid\":0,\"args\":{\"sort_index\":" +
-              std::to_string(sort_index[p]) + "}}";
-      if (proc.device >= 0)
-        text += ",\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":" + json + ",\"tid\":0,\"args\":{\"labels\":\"GPU " +
-                std::to_string(proc.device) + "\"}}";
-    }
-    const auto& tracks = m.tracks();
-    std::vector<std::string> tid_json(tracks.size());
-    for (std::size_t t = 0; t < tracks.size(); ++t) {
-      if (tracks[t].tid_text != analysis::kNoString) util::append_json_string(tid_json[t], m.string(tracks[t].tid_text));
-      else tid_json[t] = std::to_string(tracks[t].tid);
-    }
-
-    for (std::size_t i = 0; i < m.event_count(); ++i) {
-      const auto& e = m.event(i);
-      const std::string_view name = m.name(e);
-      const auto& track = tracks[e.track];
-      // Ours replace the process's place, and a GPU's labels (they make it "GPU N").
-      if (e.ph == 'M' && (name == "process_sort_index" || (name == "process_labels" && processes[track.process].device >= 0)))
-        continue;
-      if (!first_event) text += ",\n";
-      first_event = false;
-      text += "{\"ph\":\"";
-      text += e.ph;
-      text += '"';
-      if (e.name != analysis::kNoString) {
-        text += ",\"name\":";
-        util::append_json_string(text, name);
-      }
-      if (e.cat != analysis::kNoString) {
-        text += ",\"cat\":";
-        util::append_json_string(text, m.cat(e));
-      }
-      text += ",\"pid\":" + pid_json[track.process] + ",\"tid\":" + tid_json[e.track];
-      if (e.ph != 'M') {
-        text += ",\"ts\":";
-        append_us(text, e.ts_ns + offset);
-        if (e.ph == 'X' && e.dur_ns >= 0) {
-          text += ",\"dur\":";
-          append_us(text, e.dur_ns);
-        }
-      }
-      if (e.id != analysis::kNoId) {
-        text += ",\"id\":";
-        util::append_json_string(text, m.id_text(e) + id_suffix);  // flows and async ranges stay within their rank
-      }
-      if (e.flags & TraceModel::kFlagBindEnclosing) text += ",\"bp\":\"e\"";
-      if (e.flags & TraceModel::kFlagGlobalScope) text += ",\"s\":\"g\"";
-      if (e.flags & TraceModel::kFlagProcessScope) text += ",\"s\":\"p\"";
-      const std::string_view args = m.args_json(e);
-      if (!args.empty()) {
-        text += ",\"args\":";
-        text += args;
-      }
-      text += '}';
-    }
+    const bool aligned = out.groups[g].clock == RankGroup::Clock::aligned;
+    merged.add_rank(*sources[g].model, int(g), aligned ? out.groups[g].alignment.offset_ns : 0);
   }
-  text += "\n]}\n";
 
   std::string origin = "ranks";
   for (const auto& g : out.groups) origin += " " + std::to_string(g.rank);
-  auto loaded = analysis::load_trace_text(text, origin);
-  std::string().swap(text);
+  auto loaded = analysis::load_trace_text(merged.finish(), origin);
   if (!loaded.ok()) {
     out.error = "merging the rank traces failed: " + loaded.error;
     return out;
@@ -304,14 +350,7 @@ MergedRankTimeline merge_rank_traces(std::vector<RankSource> sources) {
       out.model->notes.push_back("rank " + std::to_string(s.model->rank) + ": " + note);
   out.process_group.assign(out.model->processes().size(), -1);
   for (std::size_t p = 0; p < out.model->processes().size(); ++p) {
-    const auto& proc = out.model->processes()[p];
-    if (proc.pid_text != analysis::kNoString) {
-      const auto it = group_of_text_pid.find(std::string(out.model->string(proc.pid_text)));
-      if (it != group_of_text_pid.end()) out.process_group[p] = it->second;
-    } else {
-      const auto it = group_of_pid.find(proc.pid);
-      if (it != group_of_pid.end()) out.process_group[p] = it->second;
-    }
+    out.process_group[p] = merged.group_of(*out.model, out.model->processes()[p]);
   }
   return out;
 }
