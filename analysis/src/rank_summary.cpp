@@ -45,14 +45,19 @@ struct StepCandidate {
 
 enum class StepRule { prefix, profiler_step, step_name };
 
-// The trace's communication kernels: by name (cached per interned name), else by our mark.
+bool has_communication_mark(const TraceModel& model, const TraceModel::Event& e) {
+  return model.args_json(e).find("\"communication\":true") != std::string_view::npos;
+}
+
+// The trace's communication kernels (is_communication_kernel_event), the name test cached per
+// interned name.
 class CommunicationTest {
  public:
   explicit CommunicationTest(const TraceModel& model) : model_(model) {}
   bool operator()(const TraceModel::Event& e) {
     auto [it, added] = by_name_.try_emplace(e.name, false);
     if (added) it->second = exporters::is_communication_kernel(model_.name(e));
-    return it->second || model_.args_json(e).find("\"communication\":true") != std::string_view::npos;
+    return it->second || has_communication_mark(model_, e);
   }
 
  private:
@@ -144,6 +149,10 @@ bool is_step_name(std::string_view name) {
   static constexpr std::string_view kNames[] = {"step", "train step", "training step", "iteration", "iter",
                                                 "train iteration", "training iteration"};
   return std::find(std::begin(kNames), std::end(kNames), lower) != std::end(kNames);
+}
+
+bool is_communication_kernel_event(const TraceModel& model, const TraceModel::Event& e) {
+  return exporters::is_communication_kernel(model.name(e)) || has_communication_mark(model, e);
 }
 
 RankSummary summarize_rank(const TraceModel& model, const std::string& file, const RankSummaryOptions& options) {

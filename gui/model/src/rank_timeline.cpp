@@ -1,5 +1,6 @@
 #include <cudascope/gui/rank_timeline.h>
 
+#include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_loader.h>
 #include <cudascope/util/json_escape.h>
 
@@ -45,10 +46,7 @@ void append_us(std::string& out, std::int64_t ns) {
 }  // namespace
 
 bool is_communication_kernel(const TraceModel& model, const TraceModel::Event& e) {
-  if (e.ph != 'X' || model.cat(e) != "kernel") return false;
-  if (model.name(e).substr(0, 4) == "nccl") return true;
-  const std::string_view args = model.args_json(e);
-  return args.find("\"communication\":true") != std::string_view::npos;
+  return e.ph == 'X' && model.cat(e) == "kernel" && analysis::is_communication_kernel_event(model, e);
 }
 
 std::vector<std::int64_t> collective_ends(const TraceModel& model) {

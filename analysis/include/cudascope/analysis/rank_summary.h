@@ -70,6 +70,11 @@ struct RankSummaryOptions {
 // One pass over the model's events, then per-device interval unions.
 RankSummary summarize_rank(const TraceModel& model, const std::string& file, const RankSummaryOptions& options = {});
 
+// Whether a kernel event is communication: an NCCL kernel by name (exporters'
+// is_communication_kernel, for traces without our mark) or "communication":true in its args.
+// The one rule the summaries and the viewer's clock alignment share.
+bool is_communication_kernel_event(const TraceModel& model, const TraceModel::Event& e);
+
 // JSON, one object whose first member is "cudascopeRankSummary" (the format version), which is
 // how rank_summary_file() tells it from a trace.
 std::string rank_summary_json(const RankSummary& summary);
