@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Builds the runtime and its allocator tests with sanitizers and runs them on the sim
 # backend: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
-# ThreadSanitizer (build-tsan/). Usage: .ci/sanitizers.sh [asan|tsan|all]  (default all)
+# ThreadSanitizer (build-tsan/). Usage: .ci/sanitizers.sh [asan|tsan|all] [build|run|all]
+# (default all all: the second argument lets scripts/run-tests.sh time building and running apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
+phase="${2:-all}"
+case "$which" in asan|tsan|all) ;; *) echo "usage: $0 [asan|tsan|all] [build|run|all]" >&2; exit 2 ;; esac
+case "$phase" in build|run|all) ;; *) echo "usage: $0 [asan|tsan|all] [build|run|all]" >&2; exit 2 ;; esac
 jobs="${CUDASCOPE_JOBS:-2}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF
         -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF)
@@ -24,9 +28,11 @@ run() {  # run BUILD_DIR TEST...
   done
 }
 
-if [[ "$which" == all || "$which" == asan ]]; then
+if [[ "$which" == all || "$which" == asan ]] && [[ "$phase" != run ]]; then
   cmake -S . -B build-asan "${common[@]}" "-DCUDASCOPE_SANITIZE=address;undefined" >/dev/null
   cmake --build build-asan -j "$jobs" --target "${targets[@]}"
+fi
+if [[ "$which" == all || "$which" == asan ]] && [[ "$phase" != build ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run build-asan runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test host_allocator_test
   # memory_stats against the reference model of the statistics, key by key after every step.
@@ -39,9 +45,11 @@ if [[ "$which" == all || "$which" == asan ]]; then
   run build-asan graphs_test sanitizer_test
 fi
 
-if [[ "$which" == all || "$which" == tsan ]]; then
+if [[ "$which" == all || "$which" == tsan ]] && [[ "$phase" != run ]]; then
   cmake -S . -B build-tsan "${common[@]}" -DCUDASCOPE_SANITIZE=thread >/dev/null
   cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
+fi
+if [[ "$which" == all || "$which" == tsan ]] && [[ "$phase" != build ]]; then
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   # The multi-threaded variant is the one TSan is for; the single-threaded suites add the
   # sim backend's stream worker threads under TSan too.
@@ -51,4 +59,4 @@ if [[ "$which" == all || "$which" == tsan ]]; then
   # (what the stream sanitizer must catch), which are data races on the sim's host threads.
   run build-tsan graphs_test
 fi
-echo "sanitizers: all passed"
+[[ "$phase" == build ]] || echo "sanitizers: all passed"
