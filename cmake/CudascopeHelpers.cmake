@@ -8,6 +8,17 @@ function(cudascope_optional_subdirectory dir)
   endif()
 endfunction()
 
+# What a shared library of cudascope's exports: its own API only (cmake/cudascope_exports.map:
+# C++ names in namespace cudascope, the C entry points named cudascope_* and the CUDA/NVTX
+# injection entry points). Nothing of the static archives it links (libcudart_static) or of
+# the standard library's template instantiations leaves it, so in someone else's process
+# (PyTorch, JAX) it neither serves their symbols nor takes theirs.
+function(cudascope_export_own_api target)
+  set(map ${PROJECT_SOURCE_DIR}/cmake/cudascope_exports.map)
+  target_link_options(${target} PRIVATE LINKER:--version-script=${map} LINKER:--exclude-libs,ALL)
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${map})
+endfunction()
+
 # Warnings every cudascope target is built with.
 function(cudascope_warnings target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers>)
