@@ -1,15 +1,18 @@
 // The metrics endpoint under load and faults: clients that connect and send nothing, many
-// at once, malformed and oversized requests. Scrapes must keep answering within 1 s.
+// at once, malformed and oversized requests. Scrapes must keep answering, without waiting on
+// the silent clients (whose requests time out only after seconds).
 #include "metrics_text.h"
 #include "test_support.h"
 
 #include <cudascope/metrics/metrics.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -33,6 +36,13 @@ class IdleClients {
     for (int fd : fds_) close(fd);
   }
   std::size_t size() const { return fds_.size(); }
+  // None was closed or answered by the server: it has not timed their requests out yet.
+  bool all_open() const {
+    return std::all_of(fds_.begin(), fds_.end(), [](int fd) {
+      pollfd p{fd, POLLIN | POLLRDHUP, 0};
+      return poll(&p, 1, 0) == 0;
+    });
+  }
 
  private:
   std::vector<int> fds_;
@@ -66,31 +76,41 @@ void allow_descriptors(rlim_t wanted) {
   }
 }
 
+// The median time of five scrapes, each of which must be answered.
+std::chrono::milliseconds median_scrape_time(int port, const char* when) {
+  std::vector<std::chrono::milliseconds> took;
+  for (int i = 0; i < 5; ++i) {
+    const TimedScrape s = scrape(port);
+    EXPECT_EQ(status_line(s.response), "HTTP/1.1 200 OK") << "scrape " << i << " " << when;
+    if (s.response) EXPECT_NE(s.response->find("cudascope_device_info"), std::string::npos) << when;
+    took.push_back(s.took);
+  }
+  std::sort(took.begin(), took.end());
+  return took[took.size() / 2];
+}
+
+// Scrapes behind `count` silent clients are answered while those clients are still connected
+// (a server that served connections in turn would answer only once their requests timed out,
+// after seconds), and take about as long as scrapes without them: the bound is loose enough
+// for a loaded machine, far below the request timeout a blocked scrape would wait for.
+void expect_silent_clients_do_not_block(int count) {
+  metrics::MetricsServer server("127.0.0.1:0");
+  const auto alone = median_scrape_time(server.port(), "without silent clients");
+  const IdleClients silent(server.port(), count);
+  ASSERT_EQ(silent.size(), static_cast<std::size_t>(count)) << "could not open the connections (descriptor limit?)";
+  const auto behind = median_scrape_time(server.port(), "behind silent clients");
+  EXPECT_TRUE(silent.all_open()) << "the server closed silent clients before the scrapes were answered";
+  EXPECT_LE(behind, alone * 4 + 500ms) << "median scrape " << alone.count() << " ms alone, " << behind.count()
+                                       << " ms behind " << count << " silent clients";
+}
+
 }  // namespace
 
-TEST(ExporterLoadTest, TwoSilentClientsDoNotBlockScrapes) {
-  metrics::MetricsServer server("127.0.0.1:0");
-  const IdleClients silent(server.port(), 2);
-  ASSERT_EQ(silent.size(), 2u);
-  for (int i = 0; i < 5; ++i) {
-    const TimedScrape s = scrape(server.port());
-    EXPECT_EQ(status_line(s.response), "HTTP/1.1 200 OK");
-    EXPECT_LT(s.took, 1000ms) << "scrape " << i << " behind 2 silent clients";
-  }
-}
+TEST(ExporterLoadTest, TwoSilentClientsDoNotBlockScrapes) { expect_silent_clients_do_not_block(2); }
 
 TEST(ExporterLoadTest, FiveHundredSilentClientsDoNotBlockScrapes) {
   allow_descriptors(2048);
-  metrics::MetricsServer server("127.0.0.1:0");
-  const IdleClients silent(server.port(), 500);
-  ASSERT_EQ(silent.size(), 500u) << "could not open 500 connections (descriptor limit?)";
-  std::this_thread::sleep_for(200ms);  // let the server accept them all first
-  for (int i = 0; i < 5; ++i) {
-    const TimedScrape s = scrape(server.port());
-    ASSERT_EQ(status_line(s.response), "HTTP/1.1 200 OK") << "scrape " << i;
-    EXPECT_NE(s.response->find("cudascope_device_info"), std::string::npos);
-    EXPECT_LT(s.took, 1000ms) << "scrape " << i << " behind 500 silent clients";
-  }
+  expect_silent_clients_do_not_block(500);
 }
 
 TEST(ExporterLoadTest, MalformedRequestsGetAnErrorAndScrapesGoOn) {

@@ -124,22 +124,52 @@ std::string format_response(const HttpResponse& response, bool head) {
 
 HttpResponse error_response(int status, const std::string& why) { return {status, "text/plain; charset=utf-8", why + "\n"}; }
 
-// Listening sockets of this process: a child forked without exec (a data-loader worker)
-// closes its copies, so the port does not outlive the process that serves it.
+// Listening sockets of this process. A child forked without exec (a data-loader worker) must
+// never serve or hold the port: it closes its copies in its fork handler, and the parent's
+// fork() returns only once the child has done so (the child's end of a pipe closes), so when
+// the serving process later closes its listener the port is free at once.
 constexpr int kMaxListeners = 16;
 std::atomic<int> listeners[kMaxListeners];
+// The handshake of the fork in progress. glibc runs the prepare, parent and child handlers
+// of one fork under one lock, so forks from several threads never share it.
+int fork_handshake[2] = {-1, -1};
+
+bool has_listeners() {
+  return std::any_of(std::begin(listeners), std::end(listeners), [](const auto& fd) { return fd.load() >= 0; });
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+void prepare_fork() {
+  if (has_listeners() && pipe2(fork_handshake, O_CLOEXEC) != 0) fork_handshake[0] = fork_handshake[1] = -1;
+}
 
 void close_listeners_in_child() {
   for (auto& fd : listeners) {
     const int value = fd.exchange(-1);
     if (value >= 0) close(value);
   }
+  close_fd(fork_handshake[0]);
+  close_fd(fork_handshake[1]);  // the parent's read now ends
+}
+
+void wait_for_child_to_close_listeners() {
+  if (fork_handshake[0] < 0) return;
+  close_fd(fork_handshake[1]);
+  char byte;
+  // End of file once the child's copy of the write end is closed (at once if fork failed).
+  while (read(fork_handshake[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  close_fd(fork_handshake[0]);
 }
 
 void remember_listener(int fd) {
   static const bool registered = [] {
     for (auto& l : listeners) l.store(-1);
-    return pthread_atfork(nullptr, nullptr, &close_listeners_in_child) == 0;
+    return pthread_atfork(&prepare_fork, &wait_for_child_to_close_listeners, &close_listeners_in_child) == 0;
   }();
   (void)registered;
   for (auto& l : listeners) {
