@@ -6,6 +6,7 @@
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/event.h>
+#include <cudascope/cuda/graphs.h>
 #include <cudascope/cuda/host_memory.h>
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/ipc.h>
