@@ -29,6 +29,7 @@ std::size_t round_up_power_of_two(std::size_t size) {
 
 std::size_t bin_of(std::size_t rounded) { return static_cast<std::size_t>(63 - __builtin_clzll(rounded)); }
 
+// c10's Stat::increase / Stat::decrease.
 void increase(MemoryStat& stat, std::int64_t amount) {
   stat.current += amount;
   stat.peak = std::max(stat.peak, stat.current);
@@ -38,6 +39,14 @@ void decrease(MemoryStat& stat, std::int64_t amount) {
   stat.current -= amount;
   stat.freed += amount;
 }
+void reset_stat_peak(MemoryStat& stat) { stat.peak = stat.current; }
+void reset_stat_accumulated(MemoryStat& stat) { stat.allocated = stat.freed = 0; }
+
+// What PyTorch 2.11's process_events subtracts from a released block's active bytes: it calls
+// active_bytes_bucket_stats[i].decrease(size) with the event loop's `size` argument, which is
+// -1 ("any size") on that path. Stat::decrease takes a size_t, so current -= (int64_t)SIZE_MAX
+// adds 1 and freed drops by 1; host_memory.h documents it.
+constexpr std::int64_t kTorchReleasedBytes = -1;
 
 std::int64_t microseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
@@ -58,9 +67,9 @@ void touch_pages(char* base, std::size_t begin, std::size_t end) {
 
 void DurationStat::add(std::int64_t us) noexcept {
   total += us;
-  max = std::max(max, us);
-  min = count == 0 ? us : std::min(min, us);
   ++count;
+  max = std::max(max, us);
+  min = min == 0 ? us : std::min(min, us);
 }
 
 HostAllocatorOptions host_allocator_options(const AllocatorConfig& config) {
@@ -157,7 +166,7 @@ void* CachingHostAllocator::allocate_pinned(std::size_t size, const HostAllocato
   CUDASCOPE_CHECK(ptr != nullptr, error_code::kMemoryAllocation, "cudaHostAlloc",
                   "could not allocate " + std::to_string(size) + " bytes of pinned host memory");
   std::lock_guard lock(mutex_);
-  stats_.host_alloc_time.add(took);
+  host_alloc_time_.add(took);
   return ptr;
 }
 
@@ -221,28 +230,30 @@ void CachingHostAllocator::notify(int action, const Block& block) const {
   instrumentation::Observer* o = instrumentation::observer();
   if (o == nullptr) return;
   using E = instrumentation::AllocatorEvent;
+  std::int64_t active_bytes = 0;
+  for (const MemoryStat& bucket : active_bytes_bucket_) active_bytes += bucket.current;
   o->on_allocator_event(E{static_cast<E::Action>(action), -1, 0, reinterpret_cast<std::uintptr_t>(block.ptr),
-                          block.size, instrumentation::host_time_ns(), stats_.active_bytes.current,
-                          stats_.allocated_bytes.current});
+                          block.size, instrumentation::host_time_ns(), active_bytes, allocated_bytes_.current});
 }
 
 void* CachingHostAllocator::allocate(std::size_t size) {
   if (size == 0) return nullptr;
   const std::size_t rounded = round_up_power_of_two(size);
+  const std::size_t bin = bin_of(rounded);
   using Action = instrumentation::AllocatorEvent::Action;
   const bool background = options().use_background_threads;
   {
     std::lock_guard lock(mutex_);
-    // With a background thread, only this size's pending blocks are looked at here.
+    // With a background thread, only the thread looks at pending events (PyTorch 2.11 no
+    // longer checks this size's pending blocks on the allocation path).
     if (!background) process_events_locked();
-    std::vector<Block*>& list = free_lists_[bin_of(rounded)];
-    if (list.empty() && background) process_events_locked(rounded);
+    std::vector<Block*>& list = free_lists_[bin];
     if (!list.empty()) {
       Block* block = list.back();
       list.pop_back();
       block->allocated = true;
-      increase(stats_.active_requests, 1);
-      increase(stats_.active_bytes, static_cast<std::int64_t>(block->size));
+      increase(active_bucket_[bin], 1);
+      increase(active_bytes_bucket_[bin], static_cast<std::int64_t>(block->size));
       notify(static_cast<int>(Action::kAlloc), *block);
       return block->ptr;
     }
@@ -258,11 +269,12 @@ void* CachingHostAllocator::allocate(std::size_t size) {
   block->allocated = true;
   block->origin = origin;
   std::lock_guard lock(mutex_);
-  ++stats_.num_host_alloc;
-  increase(stats_.allocations, 1);
-  increase(stats_.allocated_bytes, static_cast<std::int64_t>(rounded));
-  increase(stats_.active_requests, 1);
-  increase(stats_.active_bytes, static_cast<std::int64_t>(rounded));
+  // A block carved from the reserve segment counts as one obtained from CUDA (PyTorch counts
+  // blocks, not calls: num_host_alloc is allocations.allocated).
+  increase(allocations_, 1);
+  increase(allocated_bytes_, static_cast<std::int64_t>(rounded));
+  increase(active_bucket_[bin], 1);
+  increase(active_bytes_bucket_[bin], static_cast<std::int64_t>(rounded));
   notify(static_cast<int>(Action::kSegmentAlloc), *block);
   notify(static_cast<int>(Action::kAlloc), *block);
   blocks_.emplace(reinterpret_cast<std::uintptr_t>(ptr), std::move(block));
@@ -292,7 +304,11 @@ void CachingHostAllocator::free(void* ptr) {
   block.allocated = false;
   notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kFree), block);
   if (block.streams.empty()) {
-    release_locked(block);
+    // Straight back to its free list with no change to the statistics: PyTorch 2.11 lowers
+    // the active figures only when a block's events complete (host_memory.h).
+    free_lists_[bin_of(block.size)].push_back(&block);
+    ++plain_frees_;
+    plain_freed_bytes_ += static_cast<std::int64_t>(block.size);
     return;
   }
   // Device work may still read the block: one event per stream it was used on, and the block
@@ -317,27 +333,24 @@ EventHandle CachingHostAllocator::take_event_locked(int device) {
   return backend_.event_create(device, EventFlags{});
 }
 
-// Events complete in order per stream but not across streams: like PyTorch, look at every
-// pending event, not only up to the first that is not ready.
-void CachingHostAllocator::process_events_locked(std::size_t only_size) {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if ((only_size != 0 && it->block->size != only_size) || !backend_.event_query(it->device, it->event)) {
-      ++it;
-      continue;
-    }
-    event_pool_[it->device].push_back(it->event);
-    Block* block = it->block;
-    it = pending_.erase(it);
-    if (--block->event_count == 0 && !block->allocated) release_locked(*block);
+// As PyTorch: oldest event first, and the first that is not complete ends the pass (events
+// on other streams behind it wait for the next pass, even when complete).
+void CachingHostAllocator::process_events_locked() {
+  while (!pending_.empty()) {
+    PendingEvent& oldest = pending_.front();
+    if (!backend_.event_query(oldest.device, oldest.event)) return;
+    event_pool_[oldest.device].push_back(oldest.event);
+    Block* block = oldest.block;
+    pending_.pop_front();
+    if (--block->event_count != 0 || block->allocated) continue;
+    // Reusable: back to its free list, leaving the active figures as PyTorch 2.11 does.
+    const std::size_t bin = bin_of(block->size);
+    free_lists_[bin].push_back(block);
+    decrease(active_bucket_[bin], 1);
+    decrease(active_bytes_bucket_[bin], kTorchReleasedBytes);
+    ++event_releases_;
+    released_bytes_ += static_cast<std::int64_t>(block->size);
   }
-}
-
-// A freed block becomes reusable: it leaves the active figures (PyTorch 2.11 counts a block
-// active until its stream work is done) and joins its free list.
-void CachingHostAllocator::release_locked(Block& block) {
-  decrease(stats_.active_requests, 1);
-  decrease(stats_.active_bytes, static_cast<std::int64_t>(block.size));
-  free_lists_[bin_of(block.size)].push_back(&block);
 }
 
 bool CachingHostAllocator::record_stream(void* ptr, int device, StreamHandle stream) {
@@ -363,57 +376,78 @@ void CachingHostAllocator::empty_cache() {
     std::lock_guard lock(mutex_);
     process_events_locked();
     for (std::vector<Block*>& list : free_lists_) {
-      // Blocks carved from the reserve segment stay cached: the segment is never returned
-      // piecemeal (PyTorch drops them from its lists and never reuses their space).
-      std::vector<Block*> kept;
       for (Block* block : list) {
-        if (block->origin == Origin::kReserve) {
-          kept.push_back(block);
-          continue;
-        }
         auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(block->ptr));
-        // Counted as returned now, so the statistics always equal a recount of blocks_.
-        ++stats_.num_host_free;
-        decrease(stats_.allocations, 1);
-        decrease(stats_.allocated_bytes, static_cast<std::int64_t>(block->size));
+        // Counted as returned now, so the statistics always equal a recount of blocks_. The
+        // active figures do not change (PyTorch 2.11's empty_cache leaves them).
+        decrease(allocations_, 1);
+        decrease(allocated_bytes_, static_cast<std::int64_t>(block->size));
         notify(static_cast<int>(instrumentation::AllocatorEvent::Action::kSegmentFree), *block);
         doomed.push_back(std::move(it->second));
         blocks_.erase(it);
       }
-      list = std::move(kept);
+      list.clear();
     }
   }
   // cudaFreeHost outside the lock: it synchronises with the device and may take a while.
   for (std::unique_ptr<Block>& block : doomed) {
+    // A block carved from the reserve segment is dropped as PyTorch drops it: counted as
+    // returned, its space never handed out again (the segment only grows up), no call timed.
+    if (block->origin == Origin::kReserve) continue;
     const auto start = std::chrono::steady_clock::now();
     return_memory(block->ptr, block->origin);
     const std::int64_t took = microseconds_since(start);
     std::lock_guard lock(mutex_);
-    stats_.host_free_time.add(took);
+    host_free_time_.add(took);
   }
 }
 
+// PyTorch's getStats: the bucket figures summed, peaks too ("the best approximation we can
+// get after the fact"), and the call counts derived from the allocations figure.
 HostStats CachingHostAllocator::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  HostStats s;
+  s.allocations = allocations_;
+  s.allocated_bytes = allocated_bytes_;
+  s.num_host_alloc = allocations_.allocated;
+  s.num_host_free = allocations_.freed;
+  const auto add = [](MemoryStat& sum, const MemoryStat& bucket) {
+    sum.current += bucket.current;
+    sum.peak += bucket.peak;
+    sum.allocated += bucket.allocated;
+    sum.freed += bucket.freed;
+  };
+  for (std::size_t bin = 0; bin < kBins; ++bin) {
+    add(s.active_requests, active_bucket_[bin]);
+    add(s.active_bytes, active_bytes_bucket_[bin]);
+  }
+  s.host_alloc_time = host_alloc_time_;
+  s.host_free_time = host_free_time_;
+  return s;
 }
 
 void CachingHostAllocator::reset_peak() {
   std::lock_guard lock(mutex_);
-  for (MemoryStat* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations, &stats_.allocated_bytes}) {
-    s->peak = s->current;
+  reset_stat_peak(allocations_);
+  reset_stat_peak(allocated_bytes_);
+  for (std::size_t bin = 0; bin < kBins; ++bin) {
+    reset_stat_peak(active_bucket_[bin]);
+    reset_stat_peak(active_bytes_bucket_[bin]);
   }
+  host_alloc_time_.min = host_alloc_time_.max = 0;
+  host_free_time_.min = host_free_time_.max = 0;
 }
 
 void CachingHostAllocator::reset_accumulated() {
   std::lock_guard lock(mutex_);
-  for (MemoryStat* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations, &stats_.allocated_bytes}) {
-    s->allocated = 0;
-    s->freed = 0;
+  reset_stat_accumulated(allocations_);  // and so num_host_alloc and num_host_free
+  reset_stat_accumulated(allocated_bytes_);
+  for (std::size_t bin = 0; bin < kBins; ++bin) {
+    reset_stat_accumulated(active_bucket_[bin]);
+    reset_stat_accumulated(active_bytes_bucket_[bin]);
   }
-  stats_.num_host_alloc = stats_.num_host_free = 0;
-  stats_.host_alloc_time = {};
-  stats_.host_free_time = {};
+  host_alloc_time_.total = host_alloc_time_.count = 0;
+  host_free_time_.total = host_free_time_.count = 0;
 }
 
 std::size_t CachingHostAllocator::pending_blocks() const {
@@ -432,15 +466,15 @@ std::size_t CachingHostAllocator::cached_blocks() const {
 
 std::string CachingHostAllocator::check_invariants() const {
   std::lock_guard lock(mutex_);
-  std::int64_t allocated = 0, active_bytes = 0, allocated_bytes = 0, listed = 0;
+  std::int64_t in_use = 0, in_use_bytes = 0, allocated_bytes = 0;
   std::map<const Block*, int> events;
   for (const PendingEvent& pending : pending_) ++events[pending.block];
   for (const auto& [address, block] : blocks_) {
     if (block->size == 0 || (block->size & (block->size - 1)) != 0) return "a block's size is not a power of two";
     allocated_bytes += static_cast<std::int64_t>(block->size);
     if (block->allocated || block->event_count > 0) {
-      ++allocated;
-      active_bytes += static_cast<std::int64_t>(block->size);
+      ++in_use;
+      in_use_bytes += static_cast<std::int64_t>(block->size);
     }
     if (events[block.get()] != block->event_count) return "a block's event count differs from its pending events";
     if (!block->allocated && block->event_count == 0 && block->streams.empty()) {
@@ -451,22 +485,33 @@ std::string CachingHostAllocator::check_invariants() const {
   }
   for (std::size_t bin = 0; bin < kBins; ++bin) {
     for (const Block* block : free_lists_[bin]) {
-      ++listed;
       if (block->allocated || block->event_count != 0) return "a listed block is in use or waiting";
       if (bin_of(block->size) != bin) return "a block is listed under the wrong size";
     }
   }
-  if (stats_.active_requests.current != allocated) return "active_requests.current differs from a recount";
-  if (stats_.active_bytes.current != active_bytes) return "active_bytes.current differs from a recount";
-  if (stats_.allocations.current != static_cast<std::int64_t>(blocks_.size())) return "allocations.current differs";
-  if (stats_.allocated_bytes.current != allocated_bytes) return "allocated_bytes.current differs from a recount";
-  if (stats_.num_host_alloc - stats_.num_host_free != static_cast<std::int64_t>(blocks_.size())) {
-    return "num_host_alloc - num_host_free differs from the blocks held";
+  if (allocations_.current != static_cast<std::int64_t>(blocks_.size())) return "allocations.current differs";
+  if (allocated_bytes_.current != allocated_bytes) return "allocated_bytes.current differs from a recount";
+  // PyTorch's active figures, recounted: every hand-out added the block; only a release by
+  // events took it out again (a count of 1, and -1 bytes: see kTorchReleasedBytes). So the
+  // blocks in use or waiting, plus every block ever freed with no stream use.
+  const HostStats s = [this] {
+    HostStats sum;
+    for (std::size_t bin = 0; bin < kBins; ++bin) {
+      sum.active_requests.current += active_bucket_[bin].current;
+      sum.active_bytes.current += active_bytes_bucket_[bin].current;
+    }
+    return sum;
+  }();
+  if (s.active_requests.current != in_use + plain_frees_) return "active_requests.current differs from a recount";
+  if (s.active_bytes.current != in_use_bytes + plain_freed_bytes_ + released_bytes_ + event_releases_) {
+    return "active_bytes.current differs from a recount";
   }
-  for (const MemoryStat* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations, &stats_.allocated_bytes}) {
-    if (s->peak < s->current || s->allocated - s->freed != s->current) return "a statistic's peak or totals disagree";
+  for (const MemoryStat* stat : {&allocations_, &allocated_bytes_}) {
+    if (stat->peak < stat->current) return "a statistic's peak is below its current value";
   }
-  (void)listed;
+  for (const MemoryStat& bucket : active_bucket_) {
+    if (bucket.peak < bucket.current || bucket.current < 0) return "an active bucket's peak or current is wrong";
+  }
   return "";
 }
 

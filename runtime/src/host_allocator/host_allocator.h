@@ -5,6 +5,11 @@
 // which reads the settings from the allocator configuration at each use); tests build their
 // own on the process's backend with fixed options.
 //
+// Statistics are kept as PyTorch 2.11 keeps them (aten/src/ATen/core/CachingHostAllocator.h,
+// HostStatsStaged): "allocations" / "allocated_bytes" as one figure each, the active figures
+// per power-of-two size bucket, summed (peaks included) when read. host_memory.h says what
+// the figures do, oddities included.
+//
 // Thread-safety: every method is thread-safe (one mutex; the backend's pinned alloc, register
 // and free run outside it).
 
@@ -29,12 +34,15 @@
 
 namespace cudascope::cuda::detail {
 
-// PyTorch's DurationStat, in microseconds.
+// PyTorch's DurationStat (c10/core/Allocator.h), in microseconds, with its rules: `min` is
+// replaced while it is 0 (so a 0 us call does not stick), reset_peak zeroes min and max,
+// reset_accumulated zeroes total and count.
 struct DurationStat {
   std::int64_t total = 0, max = 0, min = 0, count = 0;
   void add(std::int64_t us) noexcept;
 };
 
+// What host_memory_stats() reports (PyTorch's HostStats).
 struct HostStats {
   MemoryStat active_requests, active_bytes, allocations, allocated_bytes;
   std::int64_t num_host_alloc = 0, num_host_free = 0;
@@ -70,7 +78,8 @@ class CachingHostAllocator {
   void reset_accumulated();
 
   // Beyond torch, for tests: blocks waiting for events, blocks cached free, and "" when the
-  // blocks, free lists, pending events and statistics agree (else what disagrees).
+  // blocks, free lists, pending events and statistics agree (else what disagrees). The
+  // statistics are recounted under PyTorch's rules (host_memory.h).
   std::size_t pending_blocks() const;
   std::size_t cached_blocks() const;
   std::string check_invariants() const;
@@ -109,10 +118,9 @@ class CachingHostAllocator {
   void ensure_reserve();
   void start_background_thread();
   void background_loop();
-  // Returns the blocks whose events have all completed to their free lists; only blocks of
-  // `only_size` bytes when it is not 0 (pinned_use_background_threads' allocation path).
-  void process_events_locked(std::size_t only_size = 0);
-  void release_locked(Block& block);
+  // Returns the blocks whose events have all completed to their free lists, oldest event
+  // first, stopping at the first event not yet complete (PyTorch's process_events).
+  void process_events_locked();
   EventHandle take_event_locked(int device);
   void notify(int action, const Block& block) const;
   Block* block_containing_locked(const void* ptr) const;
@@ -131,7 +139,15 @@ class CachingHostAllocator {
   std::array<std::vector<Block*>, kBins> free_lists_;
   std::deque<PendingEvent> pending_;
   std::map<int, std::vector<EventHandle>> event_pool_;  // per device
-  HostStats stats_;
+
+  // PyTorch's HostStatsStaged: the active figures per size bucket (log2 of the block size).
+  std::array<MemoryStat, kBins> active_bucket_{}, active_bytes_bucket_{};
+  MemoryStat allocations_, allocated_bytes_;
+  DurationStat host_alloc_time_, host_free_time_;
+  // Tallies since construction, never reset, from which check_invariants recounts the active
+  // figures: blocks freed with no stream use (counted active for good, as in PyTorch), and
+  // blocks returned by their events.
+  std::int64_t plain_frees_ = 0, plain_freed_bytes_ = 0, event_releases_ = 0, released_bytes_ = 0;
 };
 
 CachingHostAllocator& process_host_allocator();

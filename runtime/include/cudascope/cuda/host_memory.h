@@ -16,19 +16,40 @@
 
 namespace cudascope::cuda {
 
-// torch.cuda.host_memory_stats(), with PyTorch 2.11's keys and meanings:
-// "allocations.{current,peak,allocated,freed}" / "allocated_bytes.{...}": blocks obtained from
-// cudaHostAlloc and not yet returned (the pool), and their bytes;
-// "active_requests.{...}" / "active_bytes.{...}": blocks handed out, counted until they are
-// reusable (freed, and the stream work that used them done), and their rounded bytes;
-// "num_host_alloc" / "num_host_free": cudaHostAlloc / cudaFreeHost calls;
-// "host_alloc_time.{total,max,min,count,avg}" / "host_free_time.{...}": microseconds spent in
-// those calls.
+// torch.cuda.host_memory_stats(): PyTorch 2.11's keys, and its figures as its code computes
+// them (aten/src/ATen/core/CachingHostAllocator.h), which is not always what torch's
+// docstring says; where the two differ we follow the code, so numbers equal torch's:
+// - "allocations.{current,peak,allocated,freed}" / "allocated_bytes.{...}": blocks obtained
+//   for the pool (cudaHostAlloc, cudaHostRegister or the reserve segment) and not yet returned
+//   by empty_host_cache, and their rounded bytes. As documented.
+// - "active_requests.{...}": +1 at every hand-out (new or cached block). The docstring says it
+//   drops "when the block becomes reusable after stream deps finish"; in fact it drops (by 1)
+//   only for a block that was used on a stream, when its events are found complete (at the
+//   next allocation, empty_host_cache, or by the pinned_use_background_threads thread). A
+//   block freed with no stream use stays counted for good, even after empty_host_cache
+//   returns it: alloc, free, alloc, free, empty_host_cache gives current 1, 1, 2, 2, 2.
+// - "active_bytes.{...}": +size at every hand-out, and never lowered: where active_requests
+//   drops by 1, torch calls decrease(size) with size == -1 (the "all sizes" argument of its
+//   event loop) on a size_t, so current rises by 1 and freed falls by 1.
+// - peaks of active_requests / active_bytes are sums of per-size-bucket peaks (torch keeps the
+//   active figures per power-of-two bucket), so they can exceed any value current ever had.
+// - "num_host_alloc" / "num_host_free": allocations.allocated / allocations.freed, so blocks,
+//   not calls (a block carved from the reserve segment counts; the segment itself does not),
+//   and reset with the accumulated figures.
+// - "host_alloc_time.{total,max,min,count,avg}" / "host_free_time.{...}": microseconds in the
+//   calls that obtain or return pinned memory (the reserve segment's one allocation included,
+//   its blocks never). min is replaced while it is 0; reset_peak zeroes min and max,
+//   reset_accumulated total and count; avg is total / count.
 std::map<std::string, std::int64_t> host_memory_stats();
-// Returns every cached, unused pinned block (torch._C._host_emptyCache). Blocks still waiting
-// for device work stay.
+// Returns every cached, unused pinned block (torch._C._host_emptyCache), first looking at
+// pending events as an allocation does. Blocks still waiting for device work stay. A block
+// carved from the reserve segment is dropped the same way and its space is not reused.
 void empty_host_cache();
+// torch.cuda.reset_peak_host_memory_stats(): every peak to its current value (per bucket
+// for the active figures), and the timings' min and max to 0.
 void reset_peak_host_memory_stats();
+// torch.cuda.reset_accumulated_host_memory_stats(): every "allocated" and "freed" to 0 (and so
+// num_host_alloc and num_host_free), and the timings' total and count.
 void reset_accumulated_host_memory_stats();
 
 namespace host {
