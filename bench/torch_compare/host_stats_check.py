@@ -198,17 +198,18 @@ def torch_side():
             streams[index] = torch.cuda.Stream()
         return streams[index]
 
-    for step in parse_steps():
-        op, args = step[0], step[1:]
+    def run(op, args):
+        # One function call a step, so that no local name outlives its step: a tensor still
+        # named by a local would not be freed by "free" (the allocator's free runs when the
+        # last reference goes).
         if op == "alloc":
             pinned[args[0]] = torch.empty(int(args[1]), dtype=torch.uint8, pin_memory=True)
         elif op == "free":
             del pinned[args[0]]  # the only reference: the allocator's free runs now
         elif op == "use":
-            host = pinned[args[0]]
             with torch.cuda.stream(stream(int(args[1]))):
-                dev = torch.empty(host.numel(), dtype=torch.uint8, device="cuda")
-                dev.copy_(host, non_blocking=True)
+                dev = torch.empty(pinned[args[0]].numel(), dtype=torch.uint8, device="cuda")
+                dev.copy_(pinned[args[0]], non_blocking=True)
             device_copies.append(dev)
         elif op == "sleep":
             with torch.cuda.stream(stream(int(args[0]))):
@@ -227,7 +228,10 @@ def torch_side():
         elif op == "stats":
             results.append((args[0], {k: int(v) for k, v in torch.cuda.host_memory_stats().items()}))
         else:
-            raise RuntimeError(f"unknown step {step}")
+            raise RuntimeError(f"unknown step {op} {args}")
+
+    for step in parse_steps():
+        run(step[0], step[1:])
     torch.cuda.synchronize()
     describe = (f"torch {torch.__version__} (git {getattr(torch.version, 'git_version', '?')}, "
                 f"cuda {torch.version.cuda}) on {torch.cuda.get_device_name()}; _sleep {rate:.0f} cycles/ms")
