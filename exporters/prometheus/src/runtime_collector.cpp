@@ -148,12 +148,14 @@ const HostFigure kHostFigures[] = {
     {"allocated_bytes.peak", "cudascope_host_memory_reserved_peak_bytes",
      "Peak of pinned host memory held since the last reset.", MetricType::Gauge, 1.0},
     {"active_bytes.current", "cudascope_host_memory_active_bytes",
-     "Pinned bytes handed out, or freed but still used by stream work.", MetricType::Gauge, 1.0},
+     "Pinned bytes handed out, counted as torch.cuda.host_memory_stats() counts them (PyTorch 2.11 "
+     "keeps a block freed without stream use counted; see host_memory.h).", MetricType::Gauge, 1.0},
     {"active_bytes.peak", "cudascope_host_memory_active_peak_bytes", "Peak of active pinned bytes since the last reset.",
      MetricType::Gauge, 1.0},
     {"allocations.current", "cudascope_host_memory_segments", "Pinned blocks the allocator holds.", MetricType::Gauge,
      1.0},
-    {"active_requests.current", "cudascope_host_memory_blocks", "Pinned blocks handed out or still used by stream work.",
+    {"active_requests.current", "cudascope_host_memory_blocks", "Pinned blocks handed out, counted as torch.cuda.host_memory_stats()' active_requests (see "
+     "host_memory.h).",
      MetricType::Gauge, 1.0},
     {"active_requests.allocated", "cudascope_host_memory_allocations_total",
      "Pinned allocations served since the last reset.", MetricType::Counter, 1.0},
