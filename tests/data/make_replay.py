@@ -53,6 +53,19 @@ HELDOUT = {
     "heldout_mixed_expandable_s17": ("expandable_segments:True", 17, None, "mixed"),
     "heldout_oom_s18": ("max_split_size_mb:64", 18, 0.03, "mixed"),
 }
+# Expandable segments under other sizes, stream counts and seeds: the data the sim's mapping of
+# expandable segments is checked against (written as replay_expandable_study_<name>.*; the
+# first half may be fitted to, the second half is kept out). 5-tuples: the stream count last.
+EXPANDABLE_STUDY = {
+    "expandable_study_default_st1_s21": ("expandable_segments:True", 21, None, "default", 1),
+    "expandable_study_mixed_st2_s22": ("expandable_segments:True", 22, None, "mixed", 2),
+    "expandable_study_huge_st3_s23": ("expandable_segments:True", 23, None, "huge", 3),
+    "expandable_study_default_st4_s24": ("expandable_segments:True", 24, None, "default", 4),
+    "expandable_study_mixed_st1_s25": ("expandable_segments:True", 25, None, "mixed", 1),
+    "expandable_study_default_st2_s26": ("expandable_segments:True", 26, None, "default", 2),
+    "expandable_study_huge_st4_s27": ("expandable_segments:True", 27, None, "huge", 4),
+    "expandable_study_mixed_st3_s28": ("expandable_segments:True,max_split_size_mb:128", 28, None, "mixed", 3),
+}
 NOPS = 20000
 TRACE_ENTRIES = 4_000_000  # the history's ring: far more than a sequence's entries
 
@@ -74,7 +87,7 @@ def random_size(rng, profile):
     return int(2 ** rng.uniform(24.5, 28))              # 24 - 256 MiB
 
 
-def make_ops(seed, profile):
+def make_ops(seed, profile, streams=3):
     rng = random.Random(seed)
     ops, live, next_id = [{"op": "empty_cache"}], [], 0
     for _ in range(NOPS):
@@ -84,7 +97,7 @@ def make_ops(seed, profile):
         elif r < 0.0025:
             ops.append({"op": "reset_peak"})
         elif (r < 0.51 and len(live) < 400) or not live:
-            ops.append({"op": "alloc", "id": next_id, "size": random_size(rng, profile), "stream": rng.randrange(3)})
+            ops.append({"op": "alloc", "id": next_id, "size": random_size(rng, profile), "stream": rng.randrange(streams)})
             live.append(next_id)
             next_id += 1
         else:
@@ -99,7 +112,7 @@ def run_child(path):
         header = json.loads(f.readline())
         ops = [json.loads(line) for line in f]
     torch.cuda.init()
-    streams = [torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.Stream()]
+    streams = [torch.cuda.current_stream()] + [torch.cuda.Stream() for _ in range(header.get("streams", 3) - 1)]
     if header.get("fraction") is not None:
         torch.cuda.set_per_process_memory_fraction(header["fraction"], 0)
     # History without stacks: only to read back the segments' addresses.
@@ -181,6 +194,8 @@ def main():
                         help="existing sequences: write their .segments and .segevents files again")
     parser.add_argument("--heldout", action="store_true",
                         help="record the held-out sequences (replay_heldout_*) instead of the fitted ones")
+    parser.add_argument("--expandable-study", action="store_true",
+                        help="record the expandable-segments study (replay_expandable_study_*) instead")
     args = parser.parse_args()
     for path in args.segments_of:
         with gzip.open(path, "rt") as f:
@@ -196,10 +211,12 @@ def main():
         return
     import torch
     total = torch.cuda.mem_get_info(0)[1]
-    for name, (conf, seed, fraction, profile) in (HELDOUT if args.heldout else SEQUENCES).items():
+    chosen = EXPANDABLE_STUDY if args.expandable_study else HELDOUT if args.heldout else SEQUENCES
+    for name, (conf, seed, fraction, profile, *rest) in chosen.items():
         if args.only and name not in args.only:
             continue
-        header = {"conf": conf, "seed": seed, "nops": NOPS, "streams": 3}
+        streams = rest[0] if rest else 3
+        header = {"conf": conf, "seed": seed, "nops": NOPS, "streams": streams}
         if fraction is not None:
             header["fraction"] = fraction
             # What PyTorch computes: static_cast<size_t>(fraction * total).
@@ -207,7 +224,7 @@ def main():
         path = os.path.join(args.out, f"replay_{name}.jsonl.gz")
         with gzip.open(path, "wt") as f:
             f.write(json.dumps(header) + "\n")
-            for op in make_ops(seed, profile):
+            for op in make_ops(seed, profile, streams):
                 f.write(json.dumps(op) + "\n")
         result = child(path, conf)
         stats = result["stats"]

@@ -165,11 +165,9 @@ Block* DeviceAllocator::find_expandable_block(StreamHandle stream, std::int64_t 
   }
   const std::size_t page = pool->is_small ? kSmallBuffer : kLargeBuffer;
   const std::size_t total = backend_.properties(device_).total_memory;
-  // Address space for 1 1/8 of the device, as PyTorch. The sim device's whole address range
-  // is 4x its capacity, shared by every reservation: there each segment takes a quarter of
-  // that, still far more than any block, so best fit decides as on a GPU.
-  std::size_t address_space = total + total / 8;
-  if (std::string_view(backend_.name()) == "sim") address_space /= 4;
+  // Address space for 1 1/8 of the device, as PyTorch reserves on every backend (the
+  // unmapped tail's size decides best fit among unmapped blocks; expandable_segment.h).
+  const std::size_t address_space = total + total / 8;
   auto* segment = new ExpandableSegment(backend_, device_, stream, address_space, page);
   expandable_segments_.push_back(segment);
   Block* candidate = arena_.make();

@@ -18,8 +18,12 @@ struct Range {
 
 class ExpandableSegment {
  public:
-  // Reserves address space for `address_space` bytes (fewer when the backend cannot give
-  // that much, never fewer than one page).
+  // A segment of `address_space` bytes, as PyTorch sizes it. The backend reserves that much
+  // where it can; the sim device, whose address range is bounded, may reserve fewer pages
+  // (halved until the reservation fits, never fewer than one). The segment's size stays
+  // `address_space` either way: its unmapped tail, a free block, is as large as on a GPU, so
+  // best fit orders it among the other unmapped blocks as PyTorch does; pages beyond the
+  // reservation fail to map, as the device being out of memory does.
   ExpandableSegment(Backend& backend, int device, StreamHandle stream, std::size_t address_space,
                     std::size_t page_size);
   ~ExpandableSegment();
@@ -49,7 +53,8 @@ class ExpandableSegment {
   int device_;
   StreamHandle stream_;
   std::size_t page_size_;
-  std::size_t pages_ = 0;
+  std::size_t pages_ = 0;           // the segment's size in pages
+  std::size_t reserved_pages_ = 0;  // the pages the backend reserved (<= pages_)
   char* base_ = nullptr;
   std::vector<bool> mapped_;
 };
