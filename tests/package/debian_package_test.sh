@@ -80,6 +80,19 @@ on_exit() {
 }
 trap on_exit EXIT
 
+# A machine whose build dependencies are unpacked rather than installed (a GPU machine of
+# another distribution) cannot install the packages without the network: skipped, naming them.
+missing=()
+for name in "${packages[@]}"; do
+  while read -r dep; do
+    dep=${dep%% *}
+    [[ -z "$dep" || " ${packages[*]} " == *" $dep "* ]] && continue
+    dpkg-query -W -f='${Status}' "$dep" 2>/dev/null | grep -q "ok installed" || missing+=("$dep")
+  done < <(tr ',|' '\n\n' <<<"${depends[$name]}" | sed 's/^ *//')
+done
+[ ${#missing[@]} -eq 0 ] ||
+  skip "declared dependencies not installed here: $(printf '%s\n' "${missing[@]}" | sort -u | xargs) (the build's own dependencies are not installed packages on this machine)"
+
 # Every dependency is a build dependency, already installed: apt must install our packages
 # and nothing else, so it never reaches for the network (a dry run proves it first; apt's
 # --no-download refuses local .deb files).

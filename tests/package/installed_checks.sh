@@ -10,9 +10,24 @@ fail() {
   exit 1
 }
 
-# A clean environment: no LD_LIBRARY_PATH, CMAKE_PREFIX_PATH or CUDASCOPE_* from the caller.
+# The caller's library path without any folder that holds a library of ours: where a machine
+# has its dependencies unpacked rather than installed (a GPU machine of another distribution),
+# the loader finds them as the user's programs do there; ours must be found by run path alone.
+foreign_library_path() {
+  local dir kept=()
+  IFS=: read -ra dirs <<<"${LD_LIBRARY_PATH:-}"
+  for dir in "${dirs[@]}"; do
+    [ -n "$dir" ] && ! compgen -G "$dir/libcudascope_*" >/dev/null && kept+=("$dir")
+  done
+  (IFS=:; echo "${kept[*]}")
+}
+kept_library_path=$(foreign_library_path)
+[ -z "$kept_library_path" ] || echo "note: the caller's LD_LIBRARY_PATH is kept for other libraries: $kept_library_path"
+
+# A clean environment: no CMAKE_PREFIX_PATH or CUDASCOPE_* from the caller, no library path
+# that could find ours.
 clean() {
-  env -i PATH=/usr/bin:/bin "$@"
+  env -i PATH=/usr/bin:/bin ${kept_library_path:+LD_LIBRARY_PATH=$kept_library_path} "$@"
 }
 
 # check_run_paths DIR BUILD_DIR: no installed ELF file under DIR names the build tree, and the
@@ -85,7 +100,16 @@ check_viewer() {
 check_consumer() {
   local source=$1 work=$2 generator=$3 targets=$4 data=$5 prefix=${6:-}
   local args=(-S "$source" -B "$work/consumer" -G "$generator" "-DCUDASCOPE_EXPECTED_TARGETS=${targets//,/;}")
-  [ -n "$prefix" ] && args+=("-DCMAKE_PREFIX_PATH=$prefix")
+  # The build tool the build used (it may not be on the clean PATH), and the caller's prefixes
+  # that hold no cudascope of their own (a machine's unpacked dependencies), as for libraries.
+  [ -n "${MAKE_PROGRAM:-}" ] && args+=("-DCMAKE_MAKE_PROGRAM=$MAKE_PROGRAM")
+  local prefixes=() dir
+  [ -n "$prefix" ] && prefixes+=("$prefix")
+  IFS=: read -ra dirs <<<"${CMAKE_PREFIX_PATH:-}"
+  for dir in "${dirs[@]}"; do
+    [ -n "$dir" ] && ! compgen -G "$dir/lib*/cmake/cudascope" >/dev/null && prefixes+=("$dir")
+  done
+  [ ${#prefixes[@]} -gt 0 ] && args+=("-DCMAKE_PREFIX_PATH=$(IFS=';'; echo "${prefixes[*]}")")
   clean "$cmake" "${args[@]}" >"$work/consumer-configure.log" 2>&1 ||
     fail "configuring the consumer failed: $(tail -20 "$work/consumer-configure.log")"
   grep "consumer: cudascope" "$work/consumer-configure.log"
