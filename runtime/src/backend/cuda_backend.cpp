@@ -127,15 +127,23 @@ bool done_or_throw(cudaError_t status, const char* call) {
 }
 
 // NVML's count of the machine's GPUs; -1 when NVML is missing or fails. NVML creates no CUDA
-// context, so asking leaves the process free to fork (torch's _device_count_nvml).
+// context, so asking leaves the process free to fork (torch's _device_count_nvml). NVML is
+// shut down again (its init and shutdown are counted, so a user of it elsewhere keeps it):
+// left attached to every GPU of the machine, it is state a PyTorch process does not have,
+// and the process's layout decides where the driver places cudaMalloc ranges (on a two-GPU
+// machine a replay's addresses, and so its best-fit choices, differed from PyTorch's).
 int nvml_raw_device_count() {
   try {
     void* library = tools::open_nvml();
     auto* init = reinterpret_cast<int (*)()>(tools::find_symbol(library, {"nvmlInit_v2", "nvmlInit"}));
     auto* count = reinterpret_cast<int (*)(unsigned int*)>(
         tools::find_symbol(library, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}));
+    auto* shutdown = reinterpret_cast<int (*)()>(tools::find_symbol(library, {"nvmlShutdown"}));
     unsigned int n = 0;
-    if (init == nullptr || count == nullptr || init() != 0 || count(&n) != 0) return -1;
+    if (init == nullptr || count == nullptr || init() != 0) return -1;
+    const int status = count(&n);
+    if (shutdown != nullptr) shutdown();
+    if (status != 0) return -1;
     return static_cast<int>(n);
   } catch (const Error&) {
     return -1;
