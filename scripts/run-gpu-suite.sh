@@ -1,35 +1,202 @@
 #!/usr/bin/env bash
-# On a machine with a GPU: builds cudascope, runs the whole test suite on the cuda backend,
-# the gpu label, the journeys by hand and the benchmarks, writing logs to OUT (default
-# gpu-results/). Extra arguments go to cmake (e.g. -DCMAKE_PREFIX_PATH=... for libtorch, which
-# builds the allocator comparison against PyTorch). SUITE_ONLY=1 stops after the tests.
+# The GPU acceptance run: on a machine with NVIDIA GPUs and PyTorch, builds cudascope and runs
+# every check of the product on the real device, each against PyTorch in the same run where
+# PyTorch is the reference. Prints one PASS/FAIL/SKIP line per check and a summary line, and
+# writes OUT/gpu-verification.md (card, driver, CUDA, PyTorch, commit, date, every line).
+#
+# Usage: scripts/run-gpu-suite.sh [STAGE...]      (default: every stage, in this order)
+#   build     configure and build (Release; CMAKE_ARGS and CMAKE_PREFIX_PATH are honoured)
+#   symbols   every installed shared library exports its own API only, needs libstdc++.so.6
+#   ctest     the whole ctest suite on the cuda backend: zero failures
+#   journey1  a snapshot PyTorch writes of a training run: snapshot-stats equals Python's figures
+#   journey2  a training loop under `run --metrics` (with and without --no-trace) and a job on
+#             our allocator with CUDASCOPE_METRICS, scraped every 200 ms for the whole run
+#   journey3  the wrapped loop's kernels, name by name, equal torch.profiler's for the same steps
+#   replays   every recorded sequence in tests/data on the cuda backend against PyTorch's figures,
+#             beside PyTorch replaying the same sequences on this GPU
+#   whatif    `cudascope whatif` against the peaks PyTorch reserves under each setting, to the byte
+#   torch     graph pools, pinned-memory statistics and RNG against PyTorch on this GPU
+#   ranks     with 2+ GPUs: the DDP check (bench/ranks) and comm against torch.cuda.comm
+#   report    the summary line and OUT/gpu-verification.md
+# Stages may run in separate calls (the build and OUT persist); the results accumulate in
+# OUT/results.txt until a `build` stage starts them afresh.
+# Environment: BUILD_DIR (default build-gpu), OUT (default gpu-results), CMAKE_ARGS.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}
 out=${OUT:-$root/gpu-results}
+cli=$build/cli/cudascope
+results=$out/results.txt
+jobs=$(nproc)
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" > "$out/configure.log" 2>&1 ||
-  { tail -30 "$out/configure.log"; exit 1; }
-grep "cudascope:" "$out/configure.log"
-cmake --build "$build" -j "$(nproc)" -- -k 0 > "$out/build.log" 2>&1 || grep -E "error|FAILED" -A5 "$out/build.log" | head -40
-cd "$build"
-export CUDASCOPE_BACKEND=cuda
-status=0
-ctest -j4 --timeout 300 --output-on-failure > "$out/ctest_cuda.log" 2>&1 || status=1
-echo "ctest on the cuda backend: $(grep -E 'tests passed' "$out/ctest_cuda.log")"
-ctest -L gpu --timeout 300 --output-on-failure > "$out/ctest_gpu.log" 2>&1 || status=1
-echo "ctest -L gpu: $(grep -E 'tests passed' "$out/ctest_gpu.log")"
-[ -n "${SUITE_ONLY:-}" ] && exit $status
 
-echo "== journeys"
-env -u CUDASCOPE_BACKEND ./cli/cudascope demo --iterations 10 | tail -3
-[ -x ./cli/cudascope ] && ./cli/cudascope metrics --allocator | grep -E "^cudascope_(gpu|device_info)" | head -12
-./cli/cudascope run -o "$out/demo_trace.json.gz" -- ./cli/cudascope demo --iterations 10 > /dev/null
-./cli/cudascope stats "$out/demo_trace.json.gz" | head -12
-echo "== benchmarks"
-./bench/runtime/runtime_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_enable_random_interleaving=true --benchmark_out="$out/runtime_bench.json" | grep median
-[ -x ./bench/runtime/allocator_compare ] && ./bench/runtime/allocator_compare | tee "$out/allocator_compare.md"
-cd "$root" && bench/profiler/run_profiler_bench.sh "$build" "$out" all
+record() {  # record STATUS NAME DETAIL
+  printf '%s %s: %s\n' "$1" "$2" "$3" | tee -a "$results"
+}
+
+# check NAME LOG COMMAND...: runs COMMAND with its output in OUT/LOG. PASS on exit 0, else
+# FAIL; the detail is the last PASS/FAIL line the command printed, or its last line.
+check() {
+  local name=$1 log=$out/$2 start=$SECONDS rc detail
+  shift 2
+  "$@" >"$log" 2>&1
+  rc=$?
+  detail=$(grep -E '^(PASS|FAIL)' "$log" | tail -1 | sed -E 's/^(PASS|FAIL):? ?//')
+  [ -n "$detail" ] || detail=$(grep -v '^\s*$' "$log" | tail -1)
+  if [ $rc -eq 0 ]; then
+    record PASS "$name" "$detail ($((SECONDS - start)) s)"
+  else
+    record FAIL "$name" "$detail (exit $rc, log $(basename "$log"))"
+  fi
+}
+
+gpu_count() { nvidia-smi -L 2>/dev/null | wc -l; }
+
+stage_build() {
+  : >"$results"
+  local log=$out/build.log
+  # shellcheck disable=SC2086  # CMAKE_ARGS is a list of arguments
+  if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUDASCOPE_WITH_GUI=OFF \
+       ${CMAKE_ARGS:-} >"$log" 2>&1 && cmake --build "$build" -j "$jobs" >>"$log" 2>&1; then
+    record PASS build "$(grep -E 'cudascope: cuda backend' "$log" | sed 's/^-- //' | head -1)"
+  else
+    record FAIL build "$(grep -E 'error|FAILED' "$log" | head -3 | tr '\n' ' ') (log build.log)"
+    return 1
+  fi
+}
+
+stage_symbols() {
+  rm -rf "$out/prefix"
+  cmake --install "$build" --prefix "$out/prefix" >"$out/install.log" 2>&1 ||
+    { record FAIL symbols "cmake --install failed (log install.log)"; return; }
+  check symbols symbols.log "$root/tests/package/exported_symbols_check.sh" "$out/prefix"
+}
+
+stage_ctest() {
+  local log=$out/ctest_cuda.log start=$SECONDS rc skipped
+  (cd "$build" && CUDASCOPE_BACKEND=cuda ctest -j 8 --timeout 300 --output-on-failure) >"$log" 2>&1
+  rc=$?
+  skipped=$(grep -c '\*\*\*Skipped\|Not Run (Disabled)\|Skipped ' "$log")
+  local line
+  line="$(grep -E 'tests passed' "$log" | tail -1), $skipped skipped with their reason"
+  if [ $rc -eq 0 ]; then
+    record PASS ctest-cuda "$line ($((SECONDS - start)) s)"
+  else
+    record FAIL ctest-cuda "$line; failed: $(sed -n '/The following tests FAILED/,$p' "$log" | grep -E '^\s+[0-9]+ -' |
+      sed -E 's/^\s+[0-9]+ - //' | tr '\n' ';') (log ctest_cuda.log)"
+  fi
+}
+
+stage_journey1() {
+  check journey1-torch-snapshot journey1.log python3 "$root/bench/journeys/snapshot_figures_check.py" \
+    --cudascope "$cli" --out "$out/journey1"
+}
+
+stage_journey2() {
+  local train=$root/bench/profiler/torch_train.py loop=$root/bench/torch_allocator/train_loop.py traced
+  check journey2-metrics-with-trace journey2_trace.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
+    --addr 127.0.0.1:9471 --interval 0.2 --trace "$out/journey2_trace.json.gz" --cudascope "$cli" -- \
+    "$cli" run --metrics 127.0.0.1:9471 -o "$out/journey2_trace.json.gz" -- \
+    python3 "$train" --steps 40 --warmup 2 --linger 1.5
+  traced=$("$cli" stats --json "$out/journey2_trace.json.gz" 2>/dev/null |
+    python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null)
+  check journey2-metrics-no-trace journey2_no_trace.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
+    --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- \
+    "$cli" run --metrics 127.0.0.1:9472 --no-trace -- python3 "$train" --steps 40 --warmup 2 --linger 1.5
+  check journey2-torch-allocator-metrics journey2_allocator.log env PYTHONPATH="$build/lib" \
+    CUDASCOPE_METRICS=127.0.0.1:9473 CUBLAS_WORKSPACE_CONFIG=:4096:8 \
+    python3 "$root/bench/journeys/metrics_scrape_check.py" --addr 127.0.0.1:9473 --interval 0.2 --allocator -- \
+    python3 "$loop" --allocator cudascope --steps 100 --linger 1.5
+}
+
+journey3() {
+  local train=$root/bench/profiler/torch_train.py dir=$out/journey3
+  mkdir -p "$dir"
+  "$cli" run -o "$dir/ours.json.gz" -- python3 "$train" --steps 5 --warmup 2 || return 1
+  python3 "$train" --steps 5 --warmup 2 --whole-program --torch-profiler "$dir/kineto.json" || return 1
+  "$cli" stats --json "$dir/ours.json.gz" >"$dir/ours.stats.json" || return 1
+  "$cli" stats --json "$dir/kineto.json" >"$dir/kineto.stats.json" || return 1
+  python3 "$root/bench/journeys/compare_stats.py" "$dir/ours.stats.json" "$dir/kineto.stats.json"
+}
+stage_journey3() { check journey3-kernels-vs-torch-profiler journey3.log journey3; }
+
+stage_replays() {
+  check replays-vs-pytorch replays.log python3 "$root/bench/runtime/replay_vs_torch.py" "$cli" \
+    "$root"/tests/data/replay_*.jsonl.gz
+}
+
+stage_whatif() {
+  check whatif-vs-pytorch whatif.log python3 "$root/bench/whatif/torch_whatif_check.py" --cudascope "$cli" \
+    --out "$out/whatif"
+}
+
+# A C++ driver of the runtime, built beside the build: bench/torch_compare/NAME.cpp.
+driver() {
+  g++ -std=c++20 -O2 -I "$root/runtime/include" -I "$build/runtime/include" "$root/bench/torch_compare/$1.cpp" \
+    -o "$build/$1" -L "$build/lib" -lcudascope_runtime -Wl,-rpath,"$build/lib" && echo "$build/$1"
+}
+
+stage_torch() {
+  export CUDASCOPE_BACKEND=cuda
+  check graph-pools-vs-pytorch graph_pools.log python3 "$root/bench/torch_compare/graph_pool_check.py" \
+    --graph-pool-dump "$(driver graph_pool_dump)"
+  if [ -f "$root/bench/torch_compare/host_stats_check.py" ]; then
+    check pinned-memory-stats-vs-pytorch host_stats.log python3 "$root/bench/torch_compare/host_stats_check.py" \
+      --host-stats-dump "$(driver host_stats_dump)"
+  fi
+  check rng-vs-pytorch rng.log python3 "$root/bench/torch_compare/rng_check.py" --rng-dump "$(driver rng_dump)"
+  unset CUDASCOPE_BACKEND
+}
+
+stage_ranks() {
+  if [ "$(gpu_count)" -lt 2 ]; then
+    record SKIP ranks "$(gpu_count) GPU here: the DDP and comm checks need 2 (run this stage on a 2-GPU machine)"
+    return
+  fi
+  check ranks-ddp ranks_ddp.log "$root/bench/ranks/run_ddp_check.sh" "$build" "$out/ranks"
+  CUDASCOPE_BACKEND=cuda check comm-vs-torch-cuda-comm comm.log python3 "$root/bench/torch_compare/comm_check.py" \
+    --comm-dump "$(driver comm_dump)"
+}
+
+stage_report() {
+  local pass fail skip md=$out/gpu-verification.md
+  pass=$(grep -c '^PASS ' "$results") fail=$(grep -c '^FAIL ' "$results") skip=$(grep -c '^SKIP ' "$results")
+  {
+    echo "## $(date -u +%Y-%m-%d): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c |
+      sed -E 's/^ *([0-9]+) /\1x /' | paste -sd, -)"
+    echo
+    echo "- card: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1), $(gpu_count) GPU(s)"
+    echo "- driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)," \
+      "$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | sed 's/release/CUDA/')," \
+      "$(python3 -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null)," \
+      "$(g++ --version | head -1)"
+    echo "- commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'), run $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    echo '```'
+    cat "$results"
+    echo "summary: $pass passed, $fail failed, $skip skipped"
+    echo '```'
+  } >"$md"
+  echo "summary: $pass passed, $fail failed, $skip skipped ($md)"
+  [ "$fail" -eq 0 ]
+}
+
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 journey3 replays whatif torch ranks report)
+status=0
+for stage in "${stages[@]}"; do
+  if ! declare -F "stage_$stage" >/dev/null; then
+    echo "run-gpu-suite: no stage '$stage' (see the usage at the top of $0)" >&2
+    exit 2
+  fi
+done
+for stage in "${stages[@]}"; do
+  echo "== $stage"
+  "stage_$stage" || status=1
+  if [ "$stage" = build ] && [ $status -ne 0 ]; then break; fi
+done
 exit $status

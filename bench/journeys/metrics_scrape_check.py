@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Journey 2 on a GPU: a PyTorch job serving metrics is scraped every INTERVAL seconds for
+its whole run; it must end normally (no signal, exit 0), every scrape after the first answer
+must be answered, and the last scrape (taken while the job lingers after its last step) must
+agree with the run's own record:
+
+  trace:     `cudascope run --metrics ADDR -o T -- JOB`: cudascope_kernels_total summed equals the
+             kernel count `cudascope stats --json T` reads from the trace of the same run;
+  count N:   (--no-trace) the kernel total equals N, the count of a traced run of the same
+             deterministic job;
+  allocator: a job on cudascope's allocator with CUDASCOPE_METRICS=ADDR: the last scrape's
+             allocated/reserved peak bytes equal the memory_stats the job printed (JSON line).
+
+  metrics_scrape_check.py --addr ADDR --interval 0.2 [--trace T --cudascope CLI | --kernels N | --allocator] -- COMMAND...
+Prints the figures and a PASS/FAIL line; exit 1 on failure."""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+def scrape_while_running(command, addr, interval):
+    """Scrapes until the job ends. A scrape that fails between two answered ones is a miss;
+    those before the server is up and after the job has closed it are not."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    answered, missed, failing, last = 0, 0, 0, None
+    while child.poll() is None:
+        time.sleep(interval)
+        try:
+            with urllib.request.urlopen(f"http://{addr}/metrics", timeout=5) as r:
+                last = r.read().decode()
+            answered += 1
+            missed += failing if answered > 1 else 0
+            failing = 0
+        except OSError:
+            failing += 1
+    stdout = child.stdout.read()
+    return child.returncode, answered, missed, last, stdout
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def metric_sum(text, name, **only):
+    """The sum of NAME's samples whose labels include ONLY (kernel names hold braces and
+    quotes, so labels are parsed, not matched by a pattern)."""
+    total = 0.0
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if not m or m.group(1) != name:
+            continue
+        labels = dict(LABEL.findall(m.group(2) or ""))
+        if all(labels.get(k) == v for k, v in only.items()):
+            total += float(m.group(3))
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--addr", required=True)
+    parser.add_argument("--interval", type=float, default=0.2)
+    parser.add_argument("--trace")
+    parser.add_argument("--cudascope")
+    parser.add_argument("--kernels", type=int)
+    parser.add_argument("--allocator", action="store_true")
+    parser.add_argument("--save-last", help="write the last scrape here")
+    args, command = parser.parse_known_args()
+    command = command[1:] if command[:1] == ["--"] else command
+    rc, answered, missed, last, stdout = scrape_while_running(command, args.addr, args.interval)
+    problems = []
+    if rc != 0:
+        problems.append(f"the job ended with {'signal ' + str(-rc) if rc < 0 else 'exit ' + str(rc)}")
+    if last is None:
+        problems.append("no scrape was answered")
+        last = ""
+    if missed:
+        problems.append(f"{missed} scrapes unanswered while the job ran")
+    if args.save_last:
+        open(args.save_last, "w").write(last)
+    detail = f"{answered} scrapes every {args.interval} s"
+    kernels = metric_sum(last, "cudascope_kernels_total")
+    if args.trace:
+        run = subprocess.run([args.cudascope, "stats", "--json", args.trace], capture_output=True, text=True)
+        traced = sum(r["count"] for r in json.loads(run.stdout)["kernels"]) if run.returncode == 0 else None
+        detail += f"; kernels: last scrape {kernels:.0f}, trace {traced}"
+        if traced is None or kernels != traced:
+            problems.append("the last scrape's kernel total differs from the trace's")
+    if args.kernels is not None:
+        detail += f"; kernels: last scrape {kernels:.0f}, traced run {args.kernels}"
+        if kernels != args.kernels:
+            problems.append("the last scrape's kernel total differs from the traced run's")
+    if args.allocator:
+        printed = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+        stats = printed[-1]["stats"] if printed else {}
+        for key, metric in (("allocated_bytes.all.peak", "cudascope_memory_allocated_peak_bytes"),
+                            ("reserved_bytes.all.peak", "cudascope_memory_reserved_peak_bytes")):
+            scraped = metric_sum(last, metric, pool="all")
+            detail += f"; {metric} {scraped:.0f} vs job's {key} {stats.get(key)}"
+            if scraped != stats.get(key):
+                problems.append(f"{metric} differs from the job's {key}")
+    print(("PASS: " if not problems else "FAIL: " + "; ".join(problems) + " -- ") + detail)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
