@@ -4,8 +4,9 @@
 // cudascope runtime) and NVTX_INJECTION64_PATH, and streams its trace to -o. Every process
 // below it that uses CUDA records too (the variables are inherited): -o may be a pattern
 // (%r rank, %p pid, %h host; exporters/trace_path.h) expanded in each process, and a fixed
-// name gets ".<pid>" in any process but the first. Each process reports the file it writes
-// on a pipe, so the wrapper can list them all at the end. The child's
+// name gets ".<pid>" in any process but the first. A process that loads CUDA but never uses
+// it (a launcher) writes no file (inject/lazy_trace_sink.h). Each process reports the file it
+// writes on a pipe, so the wrapper can list them all at the end. The child's
 // stdout/stderr are left alone; its exit status is passed through (128+N for signal N).
 #include "checks.h"
 #include "command.h"

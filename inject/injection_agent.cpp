@@ -1,4 +1,5 @@
 #include "injection_agent.h"
+#include "lazy_trace_sink.h"
 #include "live_metrics.h"
 
 #include <cudascope/exporters/chrome_trace_writer.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <thread>
 
@@ -31,13 +33,33 @@ double env_seconds(const char* name) {
   return value;
 }
 
+// Whether `path` was modified at or after `since` (CLOCK_REALTIME_COARSE, the clock file
+// times are taken from).
+bool written_since(const std::string& path, const timespec& since) {
+  struct stat status {};
+  if (stat(path.c_str(), &status) != 0) return false;
+  const timespec& m = status.st_mtim;
+  return m.tv_sec > since.tv_sec || (m.tv_sec == since.tv_sec && m.tv_nsec >= since.tv_nsec);
+}
+
 // CUDASCOPE_TRACE expanded for this process (exporters/trace_path.h): a pattern gives each
 // rank and worker its own file; a name another live process writes gets ".<pid>".
-std::string trace_path() {
+// The name is chosen when the process first uses CUDA, not when it began recording
+// (`recording_since`), so another process of the name that was alive then may have written
+// its trace and ended since, releasing its claim: its file, written since, is treated as
+// claimed too (rather than overwritten), as the claim taken at the start used to.
+std::string trace_path(const timespec& recording_since) {
   const char* text = std::getenv("CUDASCOPE_TRACE");
   const std::string pattern = text != nullptr && *text != '\0' ? text : "cudascope-%p.json";
   const char* owner = std::getenv("CUDASCOPE_TRACE_PID");
-  return exporters::choose_trace_path(pattern, owner != nullptr ? owner : "", exporters::TracePathFields::of_this_process());
+  const exporters::TracePathFields fields = exporters::TracePathFields::of_this_process();
+  const std::string expanded = exporters::expand_trace_path(pattern, fields);
+  if (written_since(expanded, recording_since)) {
+    const std::string own = exporters::with_pid_suffix(expanded, fields.pid);
+    exporters::claim_trace_path(own);
+    return own;
+  }
+  return exporters::choose_trace_path(pattern, owner != nullptr ? owner : "", fields);
 }
 
 // CUDASCOPE_PROGRESS_FD="fd:inode": the pipe `cudascope run` reads. A process further down
@@ -126,7 +148,10 @@ void InjectionAgent::ensure_started() noexcept {
   }
   options_.source = source_;
   if (progress_fd_ >= 0) {
-    options_.on_flush = [fd = progress_fd_](const profiler::SessionStats& stats) {
+    // On the writer thread, as the trace's own calls: a process whose trace is not open (it
+    // has not used CUDA) is not counted among the recording processes.
+    options_.on_flush = [this, fd = progress_fd_](const profiler::SessionStats& stats) {
+      if (lazy_trace_ != nullptr && !lazy_trace_->opened()) return;
       char line[96];
       const int n = std::snprintf(line, sizeof line, "%llu %llu %ld\n", static_cast<unsigned long long>(stats.events),
                                   static_cast<unsigned long long>(stats.dropped_buffer + stats.dropped_cupti),
@@ -158,16 +183,29 @@ void InjectionAgent::ensure_started() noexcept {
 void InjectionAgent::start_locked() noexcept {
   if (finished_ || session_) return;
   try {
-    // Named (and the name claimed) only now: a delayed or metrics-only recording leaves no
-    // empty file behind.
-    if (trace_wanted()) path_ = trace_path();
-    auto sink = open_recording_sinks(path_, options_);  // the trace, and live metrics with CUDASCOPE_METRICS
+    // The file is named (and the name claimed) only once the process uses CUDA or NVTX
+    // (lazy_trace_sink.h): a launcher, a delayed or a metrics-only recording leaves none.
+    std::unique_ptr<LazyTraceSink> trace;
+    if (trace_wanted()) {
+      timespec since{};
+      clock_gettime(CLOCK_REALTIME_COARSE, &since);
+      trace = std::make_unique<LazyTraceSink>([this, since] {
+        std::string path = trace_path(since);
+        auto file = exporters::open_chrome_trace(path);
+        report(progress_fd_, "trace " + std::to_string(getpid()) + " " + path + "\n");
+        std::lock_guard path_lock(path_mutex_);
+        path_ = std::move(path);
+        return file;
+      });
+      lazy_trace_ = trace.get();
+    }
+    auto sink = open_recording_sinks(std::move(trace), options_);  // with live metrics under CUDASCOPE_METRICS
     session_ = std::make_unique<profiler::Session>(options_);
     session_->start(std::move(sink));
-    if (trace_wanted()) report(progress_fd_, "trace " + std::to_string(getpid()) + " " + path_ + "\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
     session_.reset();
+    lazy_trace_ = nullptr;
     finished_ = true;
     return;
   }
@@ -210,6 +248,7 @@ void InjectionAgent::finish() noexcept {
   try {
     session_->stop();
   } catch (const std::exception& e) {
+    std::lock_guard path_lock(path_mutex_);
     std::fprintf(stderr, "cudascope: finishing the trace '%s': %s\n", path_.c_str(), e.what());
   }
 }

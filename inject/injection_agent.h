@@ -6,7 +6,10 @@
 // Environment (`cudascope run` sets these):
 //   CUDASCOPE_TRACE=path        trace file (.json or .json.gz), a pattern with %r %p %h %%
 //                               (exporters/trace_path.h); default cudascope-<pid>.json. A
-//                               name another live process is writing gets ".<pid>" added
+//                               name another live process is writing gets ".<pid>" added.
+//                               Named and created on the first record of CUDA or NVTX use
+//                               (lazy_trace_sink.h): a process that loads the library but
+//                               never uses CUDA (a launcher) writes no file
 //   CUDASCOPE_TRACE_PID=pid     the process that owns a fixed `path`; any other process (a
 //                               worker it started) writes path with ".<pid>" before the extension
 //   CUDASCOPE_ACTIVITIES=list   see ActivitySet::parse (default: ActivitySet::defaults())
@@ -15,6 +18,7 @@
 //   CUDASCOPE_PROGRESS_FD=fd[:inode]   the pipe of `cudascope run` (used only while fd is
 //                               still that pipe): "trace <pid> <path>\n" when the trace file is
 //                               opened, and "<events> <dropped> <pid>\n" after each flush
+//                               once it is
 //
 // Thread-safety: every method may be called from any thread; they serialise on one mutex.
 // A failure never stops the program being recorded: it is reported on stderr.
@@ -27,6 +31,8 @@
 #include <string>
 
 namespace cudascope::inject {
+
+class LazyTraceSink;
 
 class InjectionAgent {
  public:
@@ -55,6 +61,8 @@ class InjectionAgent {
   bool cupti_wanted_ = false;
   profiler::SourceKind source_ = profiler::SourceKind::kNone;
   int progress_fd_ = -1;
+  LazyTraceSink* lazy_trace_ = nullptr;  // the trace inside session_'s sink; null without a trace
+  std::mutex path_mutex_;  // path_ is set on the session's writer thread when the file opens
   std::string path_;
   profiler::SessionOptions options_;
   std::unique_ptr<profiler::Session> session_;

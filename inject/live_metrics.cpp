@@ -1,7 +1,5 @@
 #include "live_metrics.h"
 
-#include <cudascope/exporters/chrome_trace_writer.h>
-
 #if CUDASCOPE_INJECT_METRICS
 #include <cudascope/metrics/metrics.h>
 #include <cudascope/metrics/profile_metrics.h>
@@ -85,10 +83,8 @@ bool trace_wanted() {
   return no_trace == nullptr || std::strcmp(no_trace, "0") == 0;
 }
 
-std::unique_ptr<profiler::TraceSink> open_recording_sinks(const std::string& trace_path,
+std::unique_ptr<profiler::TraceSink> open_recording_sinks(std::unique_ptr<profiler::TraceSink> trace,
                                                           profiler::SessionOptions& options) {
-  std::unique_ptr<profiler::TraceSink> trace;
-  if (trace_wanted()) trace = exporters::open_chrome_trace(trace_path);
   const char* bind = env("CUDASCOPE_METRICS");
 #if CUDASCOPE_INJECT_METRICS
   if (bind != nullptr) trace = with_metrics(std::move(trace), bind, options);

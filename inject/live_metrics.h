@@ -19,16 +19,16 @@
 #include <cudascope/profiler/trace_sink.h>
 
 #include <memory>
-#include <string>
 
 namespace cudascope::inject {
 
 // Whether this process writes a trace file (false with CUDASCOPE_NO_TRACE=1).
 bool trace_wanted();
 
-// The sink a recording writes to: the trace at `trace_path` (unless CUDASCOPE_NO_TRACE) and,
-// with CUDASCOPE_METRICS, the live metrics, whose health figures `options.on_flush` then
-// also updates. Throws what opening the trace throws.
-std::unique_ptr<profiler::TraceSink> open_recording_sinks(const std::string& trace_path, profiler::SessionOptions& options);
+// The sink a recording writes to: `trace` (null under CUDASCOPE_NO_TRACE) and, with
+// CUDASCOPE_METRICS, the live metrics, whose health figures `options.on_flush` then also
+// updates.
+std::unique_ptr<profiler::TraceSink> open_recording_sinks(std::unique_ptr<profiler::TraceSink> trace,
+                                                          profiler::SessionOptions& options);
 
 }  // namespace cudascope::inject

@@ -1,0 +1,305 @@
+// `cudascope run` around processes that load the injection library but never use CUDA, on the
+// sim backend: a launcher that starts the runtime (as a launcher loads the CUDA driver) and
+// then a CUDA child, a lone such process, one ended by SIGTERM. None of them may leave a trace
+// file (`stats trace_*.json.gz` would list it as a rank "-"); their CUDA children must, through
+// exit, SIGTERM and SIGKILL; an NVTX-only process keeps its trace; a process whose file is
+// named late never overwrites the trace of one that ended meanwhile.
+#include "run_cli.h"
+#include "test_support.h"
+
+#include <cudascope/analysis/trace_reader.h>
+#include <cudascope/analysis/trace_stats.h>
+
+#include <gtest/gtest.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using cudascope::testing::run_cli;
+namespace cuda = cudascope::cuda;
+
+// --- Child modes: this executable, run under `cudascope run` ---
+
+// A launcher: starts the runtime without using a device (the sim backend loads the injection
+// library, as the driver does for torchrun's device count), prints its pid, then runs argv[3...]
+// and returns its exit code; with no command, returns argv[2].
+int launcher(int argc, char** argv) {
+  if (cuda::device_count() < 1) return 90;
+  std::printf("launcher %ld\n", static_cast<long>(getpid()));
+  std::fflush(stdout);
+  if (argc < 4) return argc > 2 ? std::atoi(argv[2]) : 0;
+  const pid_t child = fork();
+  if (child == 0) {
+    execv(argv[3], argv + 3);
+    _exit(127);
+  }
+  std::printf("child %ld\n", static_cast<long>(child));
+  std::fflush(stdout);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The runtime started, no device used, until a signal ends it.
+int idle(int, char**) {
+  if (cuda::device_count() < 1) return 90;
+  std::printf("idle\n");
+  std::fflush(stdout);
+  for (;;) pause();
+}
+
+// NVTX ranges and nothing of CUDA.
+int nvtx_only(int, char**) {
+  for (int i = 0; i < 3; ++i) {
+    nvtxRangePushA("load batch");
+    nvtxRangePop();
+  }
+  return 0;
+}
+
+// Kernels until killed; raises SIGKILL itself after argv[2] steps when given.
+int endless(int argc, char** argv) {
+  const long kill_after = argc > 2 ? std::atol(argv[2]) : -1;
+  cuda::Stream stream(0);
+  for (long i = 0;; ++i) {
+    if (i == kill_after) raise(SIGKILL);
+    cuda::busy_wait(std::chrono::microseconds(50), stream);
+    stream.synchronize();
+  }
+}
+
+// Starts the runtime, waits argv[2] ms, runs three kernels, lives argv[3] ms more.
+int cuda_after(int argc, char** argv) {
+  if (argc < 4 || cuda::device_count() < 1) return 90;
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[2])));
+  cuda::Stream stream(0);
+  for (int i = 0; i < 3; ++i) cuda::busy_wait(std::chrono::microseconds(100), stream);
+  stream.synchronize();
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[3])));
+  return 0;
+}
+
+const cudascope::testing::ChildModeRegistrar cuda_after_mode("--cuda-after", &cuda_after);
+const cudascope::testing::ChildModeRegistrar launcher_mode("--launcher", &launcher);
+const cudascope::testing::ChildModeRegistrar idle_mode("--idle", &idle);
+const cudascope::testing::ChildModeRegistrar nvtx_mode("--nvtx-only", &nvtx_only);
+const cudascope::testing::ChildModeRegistrar endless_mode("--endless", &endless);
+
+std::string self_path() {
+  char self[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  return std::string(self, n > 0 ? static_cast<std::size_t>(n) : 0);
+}
+
+// The number after `label ` in a child's output ("launcher 123"), or -1.
+long printed_pid(const std::string& output, const std::string& label) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(label + " ", 0) == 0) return std::atol(line.c_str() + label.size() + 1);
+  }
+  return -1;
+}
+
+int count_kernels(const cudascope::analysis::Trace& trace) {
+  int n = 0;
+  for (const auto& e : trace.events) n += e.ph == "X" && e.cat == "kernel";
+  return n;
+}
+
+const std::string kSim = "CUDASCOPE_BACKEND=sim";
+
+// A fresh directory per test; the traces are whatever files appear in it.
+class RunNoCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("cudascope_run_no_cuda_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::set<std::string> files() const {
+    std::set<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir_)) names.insert(entry.path().filename().string());
+    return names;
+  }
+  // `cudascope run` started in the background; its pid, and the file its output goes to.
+  pid_t start_run(const std::string& arguments) {
+    const std::string log = path("run.log");
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("CUDASCOPE_BACKEND", "sim", 1);
+      const std::string command = std::string("exec ") + CUDASCOPE_CLI_PATH + " run " + arguments + " >" + log + " 2>&1";
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  }
+  static int wait_exit_code(pid_t pid) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string log() const {
+    std::ifstream in(path("run.log"));
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // Waits until a file of the directory holds a kernel; its name, or empty after 30 s.
+  std::string wait_for_kernel_on_disk() const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const std::string& name : files()) {
+        std::ifstream in(path(name));
+        std::stringstream text;
+        text << in.rdbuf();
+        if (text.str().find("\"cat\":\"kernel\"") != std::string::npos) return name;
+      }
+    }
+    return {};
+  }
+  fs::path dir_;
+};
+
+TEST_F(RunNoCudaTest, LauncherThatNeverUsesCudaWritesNoTraceAndItsCudaChildDoes) {
+  const std::string demo = std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";
+  const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --launcher 0 " + demo);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const long launcher = printed_pid(result.output, "launcher");
+  const long child = printed_pid(result.output, "child");
+  ASSERT_GT(launcher, 0) << result.output;
+  ASSERT_GT(child, 0) << result.output;
+  EXPECT_EQ(files(), std::set<std::string>{"t_" + std::to_string(child) + ".json"})
+      << "the launcher loaded the injection library but used no CUDA: " << result.output;
+  EXPECT_NE(result.output.find("t_" + std::to_string(child) + ".json"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("t_" + std::to_string(launcher) + ".json"), std::string::npos)
+      << "run lists no file for the launcher: " << result.output;
+  const auto read = cudascope::analysis::read_trace(path("t_" + std::to_string(child) + ".json"));
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.trace.complete);
+  EXPECT_GT(count_kernels(read.trace), 0);
+  EXPECT_EQ(cudascope::analysis::validate_trace(read.trace), std::vector<std::string>{});
+}
+
+TEST_F(RunNoCudaTest, LauncherWithoutRankWritesNoNorankFileBesideTheRanks) {
+  // The finding: `run -o trace_%r.json -- torchrun ...` left trace_norank.json for torchrun.
+  const std::string rank_0 = "/usr/bin/env RANK=0 " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";
+  const auto result =
+      run_cli("env -u RANK " + kSim, "run -o " + path("trace_%r.json") + " -- " + self_path() + " --launcher 0 " + rank_0);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(files(), std::set<std::string>{"trace_0.json"}) << result.output;
+  EXPECT_GT(printed_pid(result.output, "launcher"), 0) << "the launcher started the runtime: " << result.output;
+}
+
+TEST_F(RunNoCudaTest, AProcessThatUsesCudaLateNeverOverwritesTheTraceOfOneThatEndedMeanwhile) {
+  // Both rank 0, both recording from the start; the first writes trace_0.json and ends before
+  // the second first uses CUDA (when its file is named): the second writes trace_0.<pid>.json.
+  const std::string self = self_path();
+  const std::string both = "sh -c 'RANK=0 " + self + " --cuda-after 0 100 & RANK=0 " + self + " --cuda-after 1500 0 & wait'";
+  const auto result = run_cli(kSim, "run -o " + path("trace_%r.json") + " -- " + both);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto names = files();
+  ASSERT_EQ(names.size(), 2u) << result.output;
+  EXPECT_EQ(names.count("trace_0.json"), 1u) << result.output;
+  for (const std::string& name : names) {
+    const auto read = cudascope::analysis::read_trace(path(name));
+    ASSERT_TRUE(read.ok()) << read.error;
+    EXPECT_TRUE(read.trace.complete) << name;
+    EXPECT_EQ(count_kernels(read.trace), 3) << name << " holds one process's kernels";
+  }
+}
+
+TEST_F(RunNoCudaTest, ProcessThatNeverUsesCudaWritesNoTraceAndRunSaysSoAndPassesItsExitCode) {
+  for (const std::string& output : {path("fixed.json"), path("t_%r_%p.json.gz")}) {
+    const auto result = run_cli(kSim, "run -o " + output + " -- " + self_path() + " --launcher 5");
+    EXPECT_EQ(result.exit_code, 5) << result.output;
+    EXPECT_GT(printed_pid(result.output, "launcher"), 0) << "the runtime started: " << result.output;
+    EXPECT_EQ(files(), std::set<std::string>{}) << result.output;
+    EXPECT_NE(result.output.find("no trace written to " + output + " (no process of the program used CUDA or NVTX)"),
+              std::string::npos)
+        << result.output;
+  }
+  const auto devices = run_cli(kSim, "run -o " + path("devices.json") + " -- " + CUDASCOPE_CLI_PATH + " devices");
+  EXPECT_EQ(devices.exit_code, 0) << devices.output;
+  EXPECT_NE(devices.output.find("cudascope sim device"), std::string::npos) << devices.output;
+  EXPECT_EQ(files(), std::set<std::string>{}) << "listing devices is no CUDA work recorded: " << devices.output;
+}
+
+TEST_F(RunNoCudaTest, ProcessThatCallsOnlyNvtxKeepsItsTrace) {
+  const auto result = run_cli(kSim, "run -o " + path("nvtx.json") + " -- " + self_path() + " --nvtx-only");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(files(), std::set<std::string>{"nvtx.json"}) << result.output;
+  const auto read = cudascope::analysis::read_trace(path("nvtx.json"));
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.trace.complete);
+  int ranges = 0;
+  for (const auto& e : read.trace.events) ranges += e.ph == "B" && e.name == "load batch";
+  EXPECT_EQ(ranges, 3);
+}
+
+TEST_F(RunNoCudaTest, ProcessEndedBySigtermWithoutUsingCudaWritesNoTrace) {
+  const pid_t run = start_run("-o " + path("t_%p.json") + " -- " + self_path() + " --idle");
+  // The injection library records once the runtime has started; then past a periodic flush.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (log().find("idle\n") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(run, SIGTERM);  // run forwards it to the program
+  EXPECT_EQ(wait_exit_code(run), 128 + SIGTERM) << log();
+  EXPECT_EQ(files(), std::set<std::string>{"run.log"}) << log();
+  EXPECT_NE(log().find("no process of the program used CUDA or NVTX"), std::string::npos) << log();
+}
+
+TEST_F(RunNoCudaTest, CudaProcessEndedBySigtermLeavesAFinishedTrace) {
+  const pid_t run = start_run("-o " + path("t_%p.json") + " -- " + self_path() + " --endless");
+  const std::string trace = wait_for_kernel_on_disk();
+  kill(run, SIGTERM);
+  EXPECT_EQ(wait_exit_code(run), 128 + SIGTERM) << log();
+  ASSERT_FALSE(trace.empty()) << "the trace was streamed to disk while recording: " << log();
+  const auto read = cudascope::analysis::read_trace(path(trace));
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.trace.complete) << "finished before the signal's default action";
+  EXPECT_FALSE(read.trace.repaired);
+  EXPECT_GT(count_kernels(read.trace), 0);
+}
+
+TEST_F(RunNoCudaTest, CudaProcessKilledWithSigkillLeavesAReadableTrace) {
+  const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --endless 3000");
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL) << result.output;
+  const auto names = files();
+  ASSERT_EQ(names.size(), 1u) << result.output;
+  std::ifstream in(path(*names.begin()));
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"truncated\":true}}"), std::string::npos) << "closed by cudascope run";
+  const auto read = cudascope::analysis::read_trace(path(*names.begin()));
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_GT(count_kernels(read.trace), 0) << "3000 steps outlast several periodic flushes";
+  EXPECT_EQ(cudascope::analysis::validate_trace(read.trace), std::vector<std::string>{});
+}
+
+}  // namespace
