@@ -16,8 +16,11 @@
 #include <cudascope/profiler/activities.h>
 #include <cudascope/util/library_path.h>
 
+#include <fcntl.h>
+#include <glob.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -31,9 +34,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <regex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -280,15 +286,88 @@ class Progress {
   std::thread thread_;  // last: starts once the members above exist
 };
 
+// Traces of this run that no process reported: a process started with its descriptors closed
+// (torchrun's workers, Python's subprocess) cannot reach the progress pipe, and since a
+// launcher that uses no CUDA writes nothing, the run may have no reported file at all. These
+// are the files `output` names in any process (its directives, and the ".<pid>" a taken name
+// gets) that were written since `since` (CLOCK_REALTIME_COARSE, the clock of file times).
+std::vector<TraceFile> unreported_traces(const std::string& output, const timespec& since,
+                                         const std::vector<TraceFile>& reported) {
+  // The glob and the regular expression `output` stands for, in two parts around the place
+  // exporters::with_pid_suffix puts ".<pid>".
+  const auto translate = [](const std::string& part, std::string& glob_text, std::string& regex_text) {
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const char c = part[i];
+      if (c == '%' && i + 1 < part.size()) {
+        const char d = part[++i];
+        if (d == 'r' || d == 'h') {
+          glob_text += '*';
+          regex_text += "[^/]*";
+          continue;
+        }
+        if (d == 'p') {
+          glob_text += '*';
+          regex_text += "[0-9]+";
+          continue;
+        }
+        if (d != '%') --i;  // not a directive: the '%' itself
+      }
+      const char literal = part[i];
+      if (std::strchr("*?[]\\", literal) != nullptr) glob_text += '\\';
+      glob_text += literal;
+      if (std::strchr(".^$|()[]{}*+?\\", literal) != nullptr) regex_text += '\\';
+      regex_text += literal;
+    }
+  };
+  const std::size_t slash = output.rfind('/');
+  std::size_t dot = output.rfind(".json");
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = output.size();
+  std::string head_glob, head_regex, tail_glob, tail_regex;
+  translate(output.substr(0, dot), head_glob, head_regex);
+  translate(output.substr(dot), tail_glob, tail_regex);
+  const std::regex name(head_regex + "(\\.[0-9]+)?" + tail_regex);
+  std::set<std::string> known;
+  for (const TraceFile& file : reported) known.insert(file.path);
+  std::set<std::string> found;
+  for (const std::string& pattern : {head_glob + tail_glob, head_glob + ".*" + tail_glob}) {
+    glob_t matches{};
+    if (glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+      for (std::size_t i = 0; i < matches.gl_pathc; ++i) found.insert(matches.gl_pathv[i]);
+    }
+    globfree(&matches);
+  }
+  std::vector<TraceFile> files;
+  for (const std::string& path : found) {
+    struct stat status {};
+    if (known.count(path) != 0 || !std::regex_match(path, name) || stat(path.c_str(), &status) != 0 ||
+        !S_ISREG(status.st_mode)) {
+      continue;
+    }
+    const timespec& m = status.st_mtim;
+    if (m.tv_sec > since.tv_sec || (m.tv_sec == since.tv_sec && m.tv_nsec >= since.tv_nsec)) files.push_back({0, path, 0, 0});
+  }
+  return files;
+}
+
+// Whether a live process still holds the claim on `path` (exporters::claim_trace_path): a
+// worker the program left running is still writing it.
+bool being_written(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = flock(fd, LOCK_EX | LOCK_NB) != 0;  // a lock taken here ends with close
+  close(fd);
+  return held;
+}
+
 // The end of a run: each trace written, closed if the program was killed before it could.
 void report_traces(std::vector<TraceFile> files, const std::string& output, int status) {
-  if (files.empty() && std::filesystem::exists(output)) files.push_back({0, output, 0, 0});  // an older injection library
   if (files.empty()) {
     std::fprintf(stderr, "cudascope: no trace written to %s (no process of the program used CUDA or NVTX)\n", output.c_str());
     return;
   }
   for (const TraceFile& file : files) {
     if (!WIFSIGNALED(status)) continue;
+    if (being_written(file.path)) continue;  // its process lives on and will close it
     // Killed before it could close its trace: keep what it flushed, closed so it loads.
     const std::string problem = cudascope::analysis::repair_trace_file(file.path);
     if (!problem.empty()) std::fprintf(stderr, "cudascope: closing the cut-short trace: %s\n", problem.c_str());
@@ -298,6 +377,10 @@ void report_traces(std::vector<TraceFile> files, const std::string& output, int 
                  WTERMSIG(status));
   }
   for (const TraceFile& file : files) {
+    if (file.pid == 0) {
+      std::fprintf(stderr, "cudascope: trace %s (its process could not report to cudascope run: no counts)\n", file.path.c_str());
+      continue;
+    }
     const std::string who = files.size() > 1 ? " of process " + std::to_string(file.pid) : "";
     std::fprintf(stderr, "cudascope: trace%s %s (%llu events, %llu dropped records)\n", who.c_str(), file.path.c_str(),
                  file.events, file.dropped);
@@ -309,6 +392,8 @@ int run_traced(const RunOptions& options) {
   check_live_metrics_options(live_metrics);
   const std::string library = find_injection_library();
   const std::string output = std::filesystem::absolute(options.output).string();
+  timespec started{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &started);
 
   int progress[2];
   if (pipe(progress) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -346,11 +431,12 @@ int run_traced(const RunOptions& options) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const std::vector<TraceFile> files = progress_lines.finish();
+  std::vector<TraceFile> files = progress_lines.finish();
   close(progress[0]);
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (live_metrics.no_trace) return exit_code;
+  for (TraceFile& file : unreported_traces(output, started, files)) files.push_back(std::move(file));
   report_traces(files, output, status);
   return exit_code;
 }

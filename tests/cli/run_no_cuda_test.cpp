@@ -38,15 +38,20 @@ namespace cuda = cudascope::cuda;
 // --- Child modes: this executable, run under `cudascope run` ---
 
 // A launcher: starts the runtime without using a device (the sim backend loads the injection
-// library, as the driver does for torchrun's device count), prints its pid, then runs argv[3...]
-// and returns its exit code; with no command, returns argv[2].
-int launcher(int argc, char** argv) {
+// library, as the driver does in a launcher that counts GPUs), prints its pid, then runs
+// argv[3...] and returns its exit code; with no command, returns argv[2]. With
+// `close_descriptors`, the command starts with only stdin, stdout and stderr open, as
+// torchrun's workers and Python's subprocess do.
+int launch(int argc, char** argv, bool close_descriptors) {
   if (cuda::device_count() < 1) return 90;
   std::printf("launcher %ld\n", static_cast<long>(getpid()));
   std::fflush(stdout);
   if (argc < 4) return argc > 2 ? std::atoi(argv[2]) : 0;
   const pid_t child = fork();
   if (child == 0) {
+    if (close_descriptors) {
+      for (int fd = 3; fd < 1024; ++fd) close(fd);
+    }
     execv(argv[3], argv + 3);
     _exit(127);
   }
@@ -57,6 +62,9 @@ int launcher(int argc, char** argv) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+int launcher(int argc, char** argv) { return launch(argc, argv, false); }
+int closing_launcher(int argc, char** argv) { return launch(argc, argv, true); }
 
 // The runtime started, no device used, until a signal ends it.
 int idle(int, char**) {
@@ -99,6 +107,7 @@ int cuda_after(int argc, char** argv) {
 
 const cudascope::testing::ChildModeRegistrar cuda_after_mode("--cuda-after", &cuda_after);
 const cudascope::testing::ChildModeRegistrar launcher_mode("--launcher", &launcher);
+const cudascope::testing::ChildModeRegistrar closing_launcher_mode("--closing-launcher", &closing_launcher);
 const cudascope::testing::ChildModeRegistrar idle_mode("--idle", &idle);
 const cudascope::testing::ChildModeRegistrar nvtx_mode("--nvtx-only", &nvtx_only);
 const cudascope::testing::ChildModeRegistrar endless_mode("--endless", &endless);
@@ -202,6 +211,34 @@ TEST_F(RunNoCudaTest, LauncherThatNeverUsesCudaWritesNoTraceAndItsCudaChildDoes)
   EXPECT_TRUE(read.trace.complete);
   EXPECT_GT(count_kernels(read.trace), 0);
   EXPECT_EQ(cudascope::analysis::validate_trace(read.trace), std::vector<std::string>{});
+}
+
+TEST_F(RunNoCudaTest, RunListsTheTraceOfAWorkerStartedWithItsDescriptorsClosed) {
+  // The worker cannot reach run's progress pipe and the launcher writes nothing: run must not
+  // say that no process used CUDA, and lists the file it finds the pattern names.
+  const std::string demo = std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";
+  const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --closing-launcher 0 " + demo);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const long child = printed_pid(result.output, "child");
+  ASSERT_GT(child, 0) << result.output;
+  const std::string trace = path("t_" + std::to_string(child) + ".json");
+  EXPECT_EQ(files(), std::set<std::string>{"t_" + std::to_string(child) + ".json"}) << result.output;
+  EXPECT_EQ(result.output.find("no process of the program used CUDA"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("cudascope: trace " + trace + " (its process could not report"), std::string::npos)
+      << result.output;
+}
+
+TEST_F(RunNoCudaTest, RunListsNoFileOfAnEarlierRunOrOfAnotherName) {
+  // The pattern's files written before this run, and other files beside them, are not this run's.
+  { std::ofstream(path("t_1.json")) << "{}"; }
+  { std::ofstream(path("t_x.json")) << "{}"; }
+  { std::ofstream(path("other.json")) << "{}"; }
+  const auto old = fs::last_write_time(path("t_1.json")) - std::chrono::hours(1);
+  fs::last_write_time(path("t_1.json"), old);
+  const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --launcher 0");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("no process of the program used CUDA or NVTX"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("cudascope: trace"), std::string::npos) << result.output;
 }
 
 TEST_F(RunNoCudaTest, LauncherWithoutRankWritesNoNorankFileBesideTheRanks) {
