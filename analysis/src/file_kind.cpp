@@ -34,17 +34,15 @@ const char* to_string(FileKind kind) noexcept { return kind == FileKind::snapsho
 
 Result<FileKind> detect_file_kind(const std::string& path) {
   std::string error;
-  std::unique_ptr<util::ByteSource> source = util::open_input(path, UINT64_MAX, error);
-  if (!source) return LoadError{path, 0, error};
-  std::string head(kHeadBytes, '\0');
-  size_t got = 0;
-  while (got < head.size()) {
-    const size_t n = source->read(head.data() + got, head.size() - got);
-    if (n == 0) break;
-    got += n;
-  }
-  head.resize(got);
-  if (got == 0 && !source->error().empty()) return LoadError{path, 0, source->error()};
+  std::unique_ptr<util::PeekedInput> input = util::PeekedInput::open(path, UINT64_MAX, error);
+  if (!input) return LoadError{path, 0, error};
+  return detect_file_kind(*input);
+}
+
+Result<FileKind> detect_file_kind(util::PeekedInput& input) {
+  const std::string& path = input.path();
+  const std::string_view head = input.head(kHeadBytes);
+  if (head.empty() && !input.error().empty()) return LoadError{path, 0, input.error()};
   size_t first = 0;
   while (first < head.size() && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
   if (first == head.size()) return LoadError{path, first, "expected an allocator snapshot or a trace, found an empty file"};

@@ -396,7 +396,7 @@ Result<Snapshot> read_json_snapshot(ByteReader& reader, const std::string& name,
       if (options.progress) options.progress(0.5 * reader.source().progress());
     }
   }
-  if (!reader.error().empty()) return LoadError{name, buffer.size(), reader.error()};
+  if (std::string damage = util::finish_input(reader); !damage.empty()) return LoadError{name, buffer.size(), damage};
   const size_t length = buffer.size();
   buffer.resize(length + simdjson::SIMDJSON_PADDING, '\0');
 

@@ -17,7 +17,7 @@ Result<Snapshot> load(util::ByteSource& source, uint64_t budget, const std::stri
     return LoadError{name, 0, "expected a snapshot (pickle or JSON), found an empty file"};
   }
   const auto first = static_cast<unsigned char>(*reader.data());
-  if (first == 0x80) return detail::read_pickle_snapshot(reader, name, options);
+  if (first == 0x80) return detail::read_pickle_snapshot(reader, name, options, budget);
   if (first == '{' || first == '[' || first == ' ' || first == '\n' || first == '\r' || first == '\t' || first == 0xef)
     return detail::read_json_snapshot(reader, name, options);
   static const char* digits = "0123456789abcdef";
@@ -47,6 +47,16 @@ Result<Snapshot> load_snapshot(const std::string& path, const LoadOptions& optio
   auto source = util::open_input(path, budget, error);
   if (!source) return LoadError{path, 0, error};
   auto result = load(*source, budget, path, options);
+  if (result.ok() && options.progress) options.progress(1.0);
+  return result;
+}
+
+Result<Snapshot> load_snapshot(util::PeekedInput& input, const LoadOptions& options) {
+  uint64_t budget = 0;
+  std::string error;
+  if (!budget_of(options, budget, error)) return LoadError{input.path(), 0, error};
+  const std::unique_ptr<util::ByteSource> source = input.take();
+  auto result = load(*source, budget, input.path(), options);
   if (result.ok() && options.progress) options.progress(1.0);
   return result;
 }

@@ -1,5 +1,7 @@
 #include "pickle_machine.h"
 
+#include <cudascope/util/byte_format.h>
+
 #include <bit>
 #include <cstring>
 
@@ -87,6 +89,7 @@ void PickleMachine::release(const Value& v, const Value& replacement) {
   Container& c = containers_[v.ref];
   if (c.memo_index < memo_.size() && memo_[c.memo_index].ref == v.ref && memo_[c.memo_index].kind == v.kind)
     memo_[c.memo_index] = replacement;
+  items_ -= c.items.size();
   c.items.clear();  // keep the capacity: the slot's next dict reuses it
   c.memo_index = UINT32_MAX;
   ++c.generation;  // any other reference to this slot is now detectably stale
@@ -170,6 +173,7 @@ bool PickleMachine::add_to_list(size_t first) {
   }
   auto& items = containers_[target.ref].items;  // after the sink: it may have grown containers_
   items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(first), stack_.end());
+  items_ += stack_.size() - first;
   stack_.resize(first);
   return true;
 }
@@ -182,8 +186,14 @@ bool PickleMachine::add_to_dict(size_t first) {
     return fail("expected a dict to set items on, found another kind of value");
   auto& items = containers_[target.ref].items;
   items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(first), stack_.end());
+  items_ += stack_.size() - first;
   stack_.resize(first);
   return true;
+}
+
+uint64_t PickleMachine::object_bytes() const {
+  return sizeof(Value) * (uint64_t(stack_.size()) + memo_.size() + items_) + sizeof(size_t) * marks_.size() +
+         sizeof(Container) * uint64_t(containers_.size()) + sizeof(uint32_t) * free_slots_.size();
 }
 
 bool PickleMachine::run() {
@@ -198,6 +208,14 @@ bool PickleMachine::run() {
       }
       if (options_.progress) options_.progress(reader_.source().progress());
     }
+    // Each opcode adds at most one object (or moves some from the stack), so checking
+    // before each one keeps the machine within its limit.
+    if (options_.max_object_bytes != 0 && object_bytes() > options_.max_object_bytes)
+      return fail("the pickle builds more than " + util::format_bytes(options_.max_object_bytes) +
+                  " of objects at once (stack " + std::to_string(stack_.size()) + ", memo " +
+                  std::to_string(memo_.size()) + ", containers " + std::to_string(containers_.size()) + " holding " +
+                  std::to_string(items_) + " items): the pickle machine's limit, half the input budget "
+                  "(set CUDASCOPE_INPUT_BUDGET to raise it)");
     if (!reader_.ensure(1)) {
       if (!reader_.error().empty()) return fail(reader_.error());
       return fail("expected a pickle opcode (the data ends before STOP: truncated file?)");
@@ -310,6 +328,7 @@ bool PickleMachine::run() {
         Value v = new_container(kind);
         auto& items = containers_[v.ref].items;
         items.assign(stack_.begin() + static_cast<ptrdiff_t>(mark), stack_.end());
+        items_ += items.size();
         stack_.resize(mark);
         stack_.push_back(v);
         break;
@@ -320,6 +339,7 @@ bool PickleMachine::run() {
         Value v = new_container(Kind::tuple);
         auto& items = containers_[v.ref].items;
         items.assign(stack_.end() - static_cast<ptrdiff_t>(n), stack_.end());
+        items_ += n;
         stack_.resize(stack_.size() - n);
         stack_.push_back(v);
         break;

@@ -56,7 +56,16 @@ class PickleMachine {
   struct Options {
     std::function<void(double)> progress;
     const std::atomic<bool>* cancel = nullptr;
+    // The most memory the machine's own objects may take (the stack, the marks, the memo,
+    // containers and their items; interned strings are bounded by the input budget). A
+    // pickle is a program: a few input bytes can push or build many objects (1 byte per
+    // None, 2 per empty list appended), so the input budget alone does not bound what it
+    // builds. Past this the run fails naming the limit. 0: no limit.
+    uint64_t max_object_bytes = 0;
   };
+  // The limit readers use: half the input budget (vectors grow by doubling, so the machine
+  // may briefly hold one and a half times what it counts).
+  static uint64_t object_limit_for_budget(uint64_t input_budget_bytes) { return input_budget_bytes / 2; }
 
   PickleMachine(ByteReader& reader, StringTable& strings, PickleSink* sink, Options options);
 
@@ -88,6 +97,8 @@ class PickleMachine {
   bool read_string(size_t length, bool text);
   bool add_to_list(size_t first);
   bool add_to_dict(size_t first);
+  // Bytes the machine's objects take now, as counted against Options::max_object_bytes.
+  uint64_t object_bytes() const;
 
   ByteReader& reader_;
   StringTable& strings_;
@@ -98,6 +109,7 @@ class PickleMachine {
   std::vector<Value> memo_;
   std::vector<Container> containers_;
   std::vector<uint32_t> free_slots_;
+  uint64_t items_ = 0;  // Values held in containers' item lists
   Value result_;
   std::string error_;
   uint64_t error_offset_ = 0;

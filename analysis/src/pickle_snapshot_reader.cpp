@@ -403,11 +403,13 @@ Result<Snapshot> Decoder::assemble(PickleMachine& m, const std::string& name) {
 
 }  // namespace
 
-Result<Snapshot> read_pickle_snapshot(ByteReader& reader, const std::string& name, const LoadOptions& options) {
+Result<Snapshot> read_pickle_snapshot(ByteReader& reader, const std::string& name, const LoadOptions& options,
+                                      uint64_t budget) {
   SnapshotBuilder builder(name);
   Decoder decoder(builder);
   PickleMachine machine(reader, builder.snapshot().strings, &decoder,
-                        PickleMachine::Options{options.progress, options.cancel});
+                        PickleMachine::Options{options.progress, options.cancel,
+                                               PickleMachine::object_limit_for_budget(budget)});
   if (!machine.run()) {
     // A damaged gzip stream ends the data early; its own message names the real cause.
     if (!reader.error().empty()) return LoadError{name, reader.offset(), reader.error()};
@@ -415,6 +417,10 @@ Result<Snapshot> read_pickle_snapshot(ByteReader& reader, const std::string& nam
     error.cancelled = machine.cancelled();
     return error;
   }
+  // Nothing may follow STOP, and a gzip stream must end with its checked trailer: figures
+  // from a damaged file are refused, as the JSON reader and replay refuse them.
+  const uint64_t stop_end = reader.offset();
+  if (std::string damage = util::finish_input(reader); !damage.empty()) return LoadError{name, stop_end, damage};
   return decoder.assemble(machine, name);
 }
 

@@ -8,6 +8,9 @@
 
 #include <simdjson.h>
 
+#include <memory>
+#include <stdexcept>
+
 namespace cudascope::analysis {
 namespace {
 
@@ -171,18 +174,28 @@ RankSummaryReadResult read_rank_summary(const std::string& path) {
   return parse_rank_summary(text, path);
 }
 
+RankSummaryReadResult read_rank_summary(util::PeekedInput& input) {
+  std::string error;
+  std::uint64_t budget = 0;
+  try {
+    budget = util::input_budget();
+  } catch (const std::exception& e) {
+    return {{}, e.what()};
+  }
+  const std::unique_ptr<util::ByteSource> source = input.take();
+  const std::string text = util::read_all(*source, budget, error);
+  if (!error.empty()) return {{}, input.path() + ": " + error};
+  return parse_rank_summary(text, input.path());
+}
+
 bool is_rank_summary_file(const std::string& path) {
   std::string error;
-  auto source = util::open_input(path, kFirstMember.size() + 64, error);
-  if (!source) return false;
-  char head[64] = {};
-  std::size_t got = 0;
-  while (got < sizeof head) {
-    const std::size_t n = source->read(head + got, sizeof head - got);
-    if (n == 0) break;
-    got += n;
-  }
-  std::string_view text(head, got);
+  auto input = util::PeekedInput::open(path, kFirstMember.size() + 64, error);
+  return input && is_rank_summary(*input);
+}
+
+bool is_rank_summary(util::PeekedInput& input) {
+  std::string_view text = input.head(64);
   while (!text.empty() && (text.front() == ' ' || text.front() == '\n' || text.front() == '\r' || text.front() == '\t')) {
     text.remove_prefix(1);
   }

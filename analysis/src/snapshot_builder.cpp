@@ -43,6 +43,11 @@ namespace {
 // one, which summed would read as "reserved 16777216 TiB". Values from 2^63 up are refused.
 bool wrapped_negative(uint64_t value) { return static_cast<int64_t>(value) < 0; }
 
+// More memory than any device has (the largest GPUs hold a few hundred GB; this is 2^44,
+// 16 TiB): a segment, block or allocation this large, or a device's segments summing past
+// it, is a damaged number, not a figure to report.
+constexpr uint64_t kMaxDeviceBytes = uint64_t{1} << 44;
+
 std::string number(uint64_t value) {
   return wrapped_negative(value) ? std::to_string(static_cast<int64_t>(value)) : std::to_string(value);
 }
@@ -61,6 +66,16 @@ std::string segment_problem(const Segment& s, size_t index, const std::vector<Bl
   for (const auto& [name, value] : fields) {
     if (wrapped_negative(value)) return where + ": " + name + " is negative (" + number(value) + ")";
   }
+  if (s.total_size > kMaxDeviceBytes)
+    return where + ": total_size " + std::to_string(s.total_size) + " is larger than any device's memory (over " +
+           std::to_string(kMaxDeviceBytes) + " bytes)";
+  // Allocated, active and requested bytes are parts of the segment (allocated <= active <=
+  // total in PyTorch): more allocated than reserved cannot be.
+  for (const auto& [name, value] : {fields[2], fields[3], fields[4]}) {
+    if (value > s.total_size)
+      return where + ": " + name + " " + std::to_string(value) + " is larger than the segment's total_size " +
+             std::to_string(s.total_size);
+  }
   const uint64_t end = s.address + s.total_size;  // both below 2^63: no overflow
   uint64_t previous_end = s.address;
   for (uint32_t k = 0; k < s.block_count; ++k) {
@@ -68,6 +83,8 @@ std::string segment_problem(const Segment& s, size_t index, const std::vector<Bl
     const std::string block = where + ": block " + std::to_string(k);
     if (wrapped_negative(b.size)) return block + ": size is negative (" + number(b.size) + ")";
     if (wrapped_negative(b.requested_size)) return block + ": requested_size is negative (" + number(b.requested_size) + ")";
+    if (b.requested_size > kMaxDeviceBytes)
+      return block + ": requested_size " + std::to_string(b.requested_size) + " is larger than any device's memory";
     const uint64_t start = b.address == kUnknownAddress ? previous_end : b.address;
     if (wrapped_negative(start)) return block + ": address is negative (" + number(start) + ")";
     if (start < previous_end) {
@@ -96,10 +113,32 @@ Result<Snapshot> SnapshotBuilder::finish(uint64_t end_offset) {
       return LoadError{snap_.source, end_offset, std::move(problem)};
     }
   }
+  // Each device's segments together: no device holds more than kMaxDeviceBytes.
+  {
+    std::vector<std::pair<int, uint64_t>> reserved;  // (device, bytes), few devices
+    for (const Segment& s : segments) {
+      auto it = std::find_if(reserved.begin(), reserved.end(), [&](const auto& r) { return r.first == s.device; });
+      if (it == reserved.end()) it = reserved.insert(reserved.end(), {s.device, 0});
+      it->second += s.total_size;  // each at most 2^44, at most 2^32 segments: no overflow
+      if (it->second > kMaxDeviceBytes)
+        return LoadError{snap_.source, end_offset,
+                         "device " + std::to_string(s.device) + ": its segments reserve " + std::to_string(it->second) +
+                             " bytes, more than any device's memory (over " + std::to_string(kMaxDeviceBytes) +
+                             " bytes)"};
+    }
+  }
   for (size_t i = 0; i < snap_.trace.size(); ++i) {
-    if (wrapped_negative(snap_.trace[i].size)) {
+    const TraceEntry& e = snap_.trace[i];
+    if (wrapped_negative(e.size)) {
       return LoadError{snap_.source, end_offset,
-                       "trace entry " + std::to_string(i) + ": size is negative (" + number(snap_.trace[i].size) + ")"};
+                       "trace entry " + std::to_string(i) + ": size is negative (" + number(e.size) + ")"};
+    }
+    // A request that ran out of memory may ask for anything; what was allocated, freed or
+    // mapped cannot be larger than a device.
+    if (e.size > kMaxDeviceBytes && e.action != Action::oom) {
+      return LoadError{snap_.source, end_offset,
+                       "trace entry " + std::to_string(i) + ": size " + std::to_string(e.size) +
+                           " is larger than any device's memory (over " + std::to_string(kMaxDeviceBytes) + " bytes)"};
     }
   }
 

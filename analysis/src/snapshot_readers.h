@@ -13,7 +13,9 @@ namespace cudascope::analysis::detail {
 using util::ByteReader;
 using util::ByteSource;
 
-Result<Snapshot> read_pickle_snapshot(ByteReader& reader, const std::string& name, const LoadOptions& options);
+// `budget` is the input budget in force: it also bounds the objects the pickle builds.
+Result<Snapshot> read_pickle_snapshot(ByteReader& reader, const std::string& name, const LoadOptions& options,
+                                      uint64_t budget);
 Result<Snapshot> read_json_snapshot(ByteReader& reader, const std::string& name, const LoadOptions& options);
 
 }  // namespace cudascope::analysis::detail

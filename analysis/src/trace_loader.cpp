@@ -71,6 +71,14 @@ TraceLoadResult load_from(util::ByteSource& source, const std::string& origin, c
     result.error = origin + ": " + input_error;
     return result;
   }
+  // The end-of-input rule of every reader (util::finish_input): a gzip trace cut before its
+  // trailer (a killed writer) is read up to its last complete event below; any other damage
+  // (corrupt gzip data, a CRC-32 or length that does not match, bytes after the last member,
+  // a read error) is refused, since the events read may not be the ones written.
+  if (!input_error.empty() && !source.ended_early()) {
+    result.error = origin + ": " + input_error;
+    return result;
+  }
   if (status == JsonStatus::syntax) {
     result.error = origin + ": " + parser.error();
     return result;
@@ -127,6 +135,19 @@ TraceLoadResult load_trace(const std::string& path, const TraceLoadOptions& opti
     return result;
   }
   return load_from(*source, path, options, budget);
+}
+
+TraceLoadResult load_trace(util::PeekedInput& input, const TraceLoadOptions& options) {
+  TraceLoadResult result;
+  std::uint64_t budget = 0;
+  try {
+    budget = budget_of(options);
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    return result;
+  }
+  const std::unique_ptr<util::ByteSource> source = input.take();
+  return load_from(*source, input.path(), options, budget);
 }
 
 TraceLoadResult load_trace_text(std::string_view text, const std::string& origin, const TraceLoadOptions& options) {

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <random>
+#include <sys/resource.h>
 
 namespace cudascope::analysis {
 namespace {
@@ -106,6 +107,45 @@ TEST(SnapshotFuzzTest, GarbledVariantsNeverCrash) {
   // the analyses after loading (figures, replay, timelines) run on damaged data too.
   EXPECT_GT(failed, 0);
   EXPECT_GT(loaded, 0) << "no garbled variant loaded: nothing past the loaders was fuzzed";
+}
+
+// Pickle programs that build far more than they weigh: a byte per None pushed, per memo
+// entry, per MARK; two per empty list appended. Each stays under the input budget, so only
+// the pickle machine's own limit (half the budget) stops it, and it must do so with an error
+// naming that limit, in memory bounded by it, never by growing until std::bad_alloc.
+TEST(SnapshotFuzzTest, PickleBombsStopAtTheMachineLimitInBoundedMemory) {
+  constexpr uint64_t kBudget = uint64_t{256} << 20;
+  constexpr size_t kOps = size_t{80} << 20;  // 80M one-byte ops: 1.25 GiB of 16-byte values
+  struct Bomb {
+    const char* name;
+    std::string prefix, op;
+  };
+  const Bomb bombs[] = {
+      {"None pushes", std::string("\x80\x04", 2), "N"},
+      {"empty lists appended", std::string("\x80\x04]", 3), "]a"},
+      {"memo entries", std::string("\x80\x04N", 3), "\x94"},
+      {"marks", std::string("\x80\x04", 2), "("},
+      {"empty dicts on the stack", std::string("\x80\x04", 2), "}"},
+  };
+  LoadOptions options;
+  options.max_input_bytes = kBudget;
+  for (const Bomb& bomb : bombs) {
+    SCOPED_TRACE(bomb.name);
+    std::string ops = bomb.op;
+    while (ops.size() < kOps) ops += ops;  // doubling: quick to build
+    ops.resize(kOps - kOps % bomb.op.size());
+    const std::string bytes = bomb.prefix + ops + '.';
+    auto r = load_snapshot_from_bytes(bytes, "bomb.pickle", options);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().expected.find("the pickle machine's limit"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().expected.find("CUDASCOPE_INPUT_BUDGET"), std::string::npos) << r.error().message();
+    EXPECT_LT(r.error().offset, bytes.size() / 2) << "stopped at the limit, not at the end";
+  }
+  rusage usage{};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &usage), 0);
+  // The largest bomb would hold 1.25 GiB (2 GiB of vector capacity) unbounded; bounded, the
+  // machine holds at most half the budget (and its vectors' doubling) besides the input.
+  EXPECT_LT(static_cast<uint64_t>(usage.ru_maxrss) << 10, uint64_t{900} << 20) << "peak resident memory";
 }
 
 }  // namespace

@@ -276,6 +276,109 @@ TEST(UtilJsonEscapeTest, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(out, "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g\\u001fh\xc3\xa9\"");
 }
 
+TEST(UtilJsonEscapeTest, ReplacesWhatIsNotUtf8SoTheOutputIsJson) {
+  const auto escaped = [](std::string_view text) {
+    std::string out;
+    append_json_string(out, text);
+    return out;
+  };
+  const std::string fffd = "\xef\xbf\xbd";
+  // Well-formed UTF-8 of every length passes through, U+10FFFF included.
+  EXPECT_EQ(escaped("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"),
+            "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf\"");
+  // Each byte of an ill-formed sequence becomes U+FFFD: stray bytes, an encoded lone
+  // surrogate (what a decoder keeping "\ud800" writes), overlong forms, past U+10FFFF,
+  // and a sequence cut by the end of the text or by ASCII.
+  EXPECT_EQ(escaped("\xff"), "\"" + fffd + "\"");
+  EXPECT_EQ(escaped("\x80x"), "\"" + fffd + "x\"");
+  EXPECT_EQ(escaped("\xed\xa0\x80"), "\"" + fffd + fffd + fffd + "\"");
+  EXPECT_EQ(escaped("\xc0\xaf"), "\"" + fffd + fffd + "\"");
+  EXPECT_EQ(escaped("\xe0\x80\xaf"), "\"" + fffd + fffd + fffd + "\"");
+  EXPECT_EQ(escaped("\xf4\x90\x80\x80"), "\"" + fffd + fffd + fffd + fffd + "\"");
+  EXPECT_EQ(escaped("ab\xe2\x82"), "\"ab" + fffd + fffd + "\"");
+  EXPECT_EQ(escaped("\xe2\x82\""), "\"" + fffd + fffd + "\\\"\"");
+  for (const std::string_view bad : {"\xff", "\xed\xa0\x80", "\xc0\xaf", "ab\xe2\x82"}) {
+    EXPECT_FALSE(is_valid_utf8(bad)) << bad;
+    EXPECT_TRUE(is_valid_utf8(escaped(bad))) << bad;
+  }
+}
+
+// The end-of-input rule every reader applies once its document is parsed.
+TEST(UtilByteSourceTest, FinishInputAllowsOnlyTheGivenTrailingBytes) {
+  {
+    auto source = memory_source("doc  \n");
+    ByteReader reader(*source);
+    ASSERT_TRUE(reader.ensure(3));
+    reader.consume(3);
+    EXPECT_EQ(finish_input(reader, " \n"), "");
+  }
+  {
+    auto source = memory_source("doc \nX");
+    ByteReader reader(*source);
+    ASSERT_TRUE(reader.ensure(3));
+    reader.consume(3);
+    EXPECT_EQ(finish_input(reader, " \n"),
+              "expected the end of the data after byte 3, found byte 0x58 at byte 5 (trailing data: two files joined, "
+              "or a damaged one?)");
+  }
+}
+
+TEST(UtilByteSourceTest, FinishInputChecksTheGzipTrailerAfterTheLastByteWasRead) {
+  const std::string path = temp_path("finish.gz");
+  write_file(path, "payload");
+  std::string good = raw_bytes(path);
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* says;
+    bool early;
+  };
+  const Case cases[] = {
+      {"bad CRC-32", [&] { std::string g = good; g[g.size() - 8] ^= 1; return g; }(), "incorrect data check", false},
+      {"bad length", [&] { std::string g = good; g[g.size() - 4] ^= 1; return g; }(), "incorrect length check", false},
+      {"missing trailer", good.substr(0, good.size() - 8), "ends early", true},
+      {"trailing garbage", good + "junk", "gzip data is corrupt", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto source = inflate_source(memory_source(c.bytes));
+    ByteReader reader(*source);
+    // A reader that stops where its document ends ("payload" is all it wants) ...
+    ASSERT_TRUE(reader.ensure(7));
+    EXPECT_EQ(std::string(reader.data(), 7), "payload");
+    reader.consume(7);
+    // ... still learns that the file is damaged.
+    const std::string damage = finish_input(reader);
+    EXPECT_NE(damage.find(c.says), std::string::npos) << damage;
+    EXPECT_EQ(source->ended_early(), c.early);
+  }
+  auto source = inflate_source(memory_source(good));
+  ByteReader reader(*source);
+  ASSERT_TRUE(reader.ensure(7));
+  reader.consume(7);
+  EXPECT_EQ(finish_input(reader), "");
+  std::remove(path.c_str());
+}
+
+TEST(UtilByteSourceTest, PeekedInputShowsItsHeadThenYieldsTheWholeStreamOnce) {
+  const std::string path = temp_path("peek.txt.gz");
+  const std::string text = sample_text(100000);
+  write_file(path, text);
+  std::string error;
+  auto input = PeekedInput::open(path, UINT64_MAX, error);
+  ASSERT_NE(input, nullptr) << error;
+  EXPECT_EQ(input->path(), path);
+  EXPECT_EQ(input->head(4), text.substr(0, 4));
+  EXPECT_EQ(input->head(70000), text.substr(0, 70000)) << "the head grows as asked, decompressed";
+  EXPECT_EQ(input->head(10), text.substr(0, 10));
+  auto source = input->take();
+  EXPECT_EQ(read_all(*source, UINT64_MAX, error), text);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(PeekedInput::open(temp_path("missing"), 1, error), nullptr);
+  EXPECT_NE(error.find("cannot open"), std::string::npos) << error;
+  std::remove(path.c_str());
+}
+
 TEST(UtilByteFormatTest, PyTorchFormatSize) {
   EXPECT_EQ(format_size(0), "0 bytes");
   EXPECT_EQ(format_size(1024), "1024 bytes");

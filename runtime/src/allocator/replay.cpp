@@ -10,6 +10,7 @@
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/memory.h>
 #include <cudascope/util/byte_source.h>
+#include <cudascope/util/input_budget.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -124,11 +125,15 @@ class StreamSource final : public util::ByteSource {
 // The lines of a sequence, each at most kMaxLine bytes, read through a bounded window.
 class LineReader {
  public:
-  LineReader(util::ByteSource& source, std::string name) : reader_(source), name_(std::move(name)) {}
+  // At most util::input_budget() bytes in all (after decompression), as every reader:
+  // a file of empty lines (or a gzip bomb of them) stops at the budget.
+  LineReader(util::ByteSource& source, std::string name, std::uint64_t budget)
+      : reader_(source, budget), name_(std::move(name)) {}
   // The next line without its '\n'; false at the end of the input. Throws on a read error
   // or an over-long line, naming the file and line.
   bool next(std::string& line) {
     for (std::size_t scanned = 0;;) {
+      if (skip_blank_ && scanned == 0 && skip_newlines()) continue;
       const char* start = reader_.data();
       const void* newline = std::memchr(start + scanned, '\n', reader_.available() - scanned);
       if (newline != nullptr) return take(line, static_cast<const char*>(newline) - start, 1);
@@ -142,6 +147,9 @@ class LineReader {
       }
     }
   }
+  // From now on next() passes over empty lines, a window at a time rather than one call
+  // each, so a file of newlines costs a scan, not a call per byte.
+  void skip_blank_lines() { skip_blank_ = true; }
   std::size_t line_number() const { return line_number_; }
   std::string where(std::size_t line) const { return name_ + ":" + std::to_string(line); }
   const std::string& name() const { return name_; }
@@ -154,9 +162,21 @@ class LineReader {
     return true;
   }
 
+  // Consumes the newlines at the front of the window; true when there were any.
+  bool skip_newlines() {
+    if (!reader_.ensure(1)) return false;
+    const char* p = reader_.data();
+    std::size_t n = 0;
+    while (n < reader_.available() && p[n] == '\n') ++n;
+    reader_.consume(n);
+    line_number_ += n;
+    return n > 0;
+  }
+
   util::ByteReader reader_;
   std::string name_;
   std::size_t line_number_ = 0;
+  bool skip_blank_ = false;
 };
 
 FlatObject read_header(LineReader& lines) {
@@ -177,6 +197,7 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
   if (header.has("memory_limit")) limit = static_cast<std::size_t>(header.number("memory_limit"));
   ReplaySession session(device, config, limit, name);
   std::string line;
+  lines.skip_blank_lines();
   while (lines.next(line)) {
     if (line.empty()) continue;
     const FlatObject op(line, lines.where(lines.line_number()));
@@ -206,7 +227,7 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
 
 std::map<std::string, std::int64_t> replay(std::istream& in, const std::string& name) {
   StreamSource source(in);
-  LineReader lines(source, name);
+  LineReader lines(source, name, util::input_budget());
   const FlatObject header = read_header(lines);
   return replay_ops(lines, header, current_device());
 }
@@ -217,9 +238,10 @@ namespace {
 // file that is not a sequence fails on its first line, before any device is touched.
 std::map<std::string, std::int64_t> replay_path(const std::string& path, const std::vector<std::uintptr_t>* addresses) {
   std::string error;
-  auto source = util::open_input(path, UINT64_MAX, error);
+  const std::uint64_t budget = util::input_budget();
+  auto source = util::open_input(path, budget, error);
   if (!source) fail_at(path, error);
-  LineReader lines(*source, path);
+  LineReader lines(*source, path, budget);
   const FlatObject header = read_header(lines);
   const int device = current_device();
   if (addresses == nullptr) return replay_ops(lines, header, device);

@@ -64,6 +64,7 @@ class PrefixedSource final : public ByteSource {
   }
   const std::string& error() const override { return rest_->error(); }
   double progress() const override { return rest_->progress(); }
+  bool ended_early() const override { return rest_->ended_early(); }
 
  private:
   std::string prefix_;
@@ -99,11 +100,15 @@ class InflateSource final : public ByteSource {
       const int rc = inflate(&z_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
         finished_member_ = true;
+        ++members_;
         continue;
       }
       if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        // Nothing decompressed since the last member ended: what follows it is not gzip.
+        const bool trailing = members_ > 0 && z_.total_out == 0;
         stop(std::string("gzip data is corrupt near compressed byte ") + std::to_string(compressed_ - z_.avail_in) +
-             " (" + (z_.msg ? z_.msg : "zlib error") + ")");
+             " (" + (z_.msg ? z_.msg : "zlib error") +
+             (trailing ? ": bytes that are not gzip follow the end of the data, trailing garbage" : "") + ")");
         break;
       }
     }
@@ -116,6 +121,7 @@ class InflateSource final : public ByteSource {
     return got;
   }
   double progress() const override { return in_->progress(); }
+  bool ended_early() const override { return ended_early_; }
 
  private:
   // False at the end of the compressed input, which is an error unless the last member
@@ -124,8 +130,10 @@ class InflateSource final : public ByteSource {
     const size_t got = in_->read(input_.data(), input_.size());
     if (got == 0) {
       if (!in_->error().empty()) stop(in_->error());
-      else if (!finished_member_)
+      else if (!finished_member_) {
         stop("gzip data ends early after " + std::to_string(compressed_) + " compressed bytes (truncated file?)");
+        ended_early_ = true;
+      }
       done_ = true;
       return false;
     }
@@ -148,6 +156,8 @@ class InflateSource final : public ByteSource {
   uint64_t compressed_ = 0;
   bool finished_member_ = false;
   bool done_ = false;
+  bool ended_early_ = false;
+  uint64_t members_ = 0;  // gzip members read to their checked trailer
 };
 #else
 class InflateSource final : public ByteSource {
@@ -267,6 +277,51 @@ std::unique_ptr<ByteSource> open_input(const std::string& path, uint64_t max_byt
   std::unique_ptr<ByteSource> source = std::make_unique<PrefixedSource>(std::move(magic), std::move(file));
   if (gz) source = inflate_source(std::move(source), max_bytes);
   return source;
+}
+
+std::unique_ptr<PeekedInput> PeekedInput::open(const std::string& path, uint64_t max_bytes, std::string& error) {
+  auto source = open_input(path, max_bytes, error);
+  if (!source) return nullptr;
+  return std::unique_ptr<PeekedInput>(new PeekedInput(path, std::move(source)));
+}
+
+std::string_view PeekedInput::head(size_t n) {
+  while (head_.size() < n && !at_end_ && source_) {
+    const size_t old = head_.size();
+    head_.resize(n);
+    const size_t got = source_->read(head_.data() + old, n - old);
+    head_.resize(old + got);
+    if (got == 0) at_end_ = true;
+  }
+  return std::string_view(head_).substr(0, std::min(n, head_.size()));
+}
+
+const std::string& PeekedInput::error() const {
+  static const std::string none;
+  return source_ ? source_->error() : none;
+}
+
+std::unique_ptr<ByteSource> PeekedInput::take() {
+  if (!source_) return memory_source({});
+  return std::make_unique<PrefixedSource>(std::move(head_), std::move(source_));
+}
+
+std::string finish_input(ByteReader& reader, std::string_view allowed_trailing) {
+  const uint64_t end = reader.offset();
+  while (reader.ensure(1)) {
+    const char* p = reader.data();
+    const size_t n = reader.available();
+    for (size_t i = 0; i < n; ++i) {
+      if (allowed_trailing.find(p[i]) != std::string_view::npos) continue;
+      static const char* digits = "0123456789abcdef";
+      const auto c = static_cast<unsigned char>(p[i]);
+      return "expected the end of the data after byte " + std::to_string(end) + ", found byte 0x" + digits[c >> 4] +
+             digits[c & 15] + " at byte " + std::to_string(reader.offset() + i) +
+             " (trailing data: two files joined, or a damaged one?)";
+    }
+    reader.consume(n);
+  }
+  return reader.error();
 }
 
 std::string read_all(ByteSource& source, uint64_t max_bytes, std::string& error) {

@@ -10,6 +10,10 @@
 
 #include <string>
 
+namespace cudascope::util {
+class PeekedInput;
+}
+
 namespace cudascope::analysis {
 
 enum class FileKind { snapshot, trace };
@@ -17,5 +21,8 @@ const char* to_string(FileKind kind) noexcept;
 
 // The kind of `path`, or an error naming the file and what its start looked like.
 Result<FileKind> detect_file_kind(const std::string& path);
+// The same from an input opened once (it reads only its head), so the loader can read it
+// next from the same stream: how a pipe is told apart and then read.
+Result<FileKind> detect_file_kind(util::PeekedInput& input);
 
 }  // namespace cudascope::analysis

@@ -32,6 +32,10 @@
 #include <string>
 #include <vector>
 
+namespace cudascope::util {
+class PeekedInput;
+}
+
 namespace cudascope::analysis {
 
 struct StepTimes {
@@ -87,8 +91,13 @@ struct RankSummaryReadResult {
 // Reads what rank_summary_json wrote (plain or gzip); `origin` names it in errors.
 RankSummaryReadResult parse_rank_summary(const std::string& text, const std::string& origin);
 RankSummaryReadResult read_rank_summary(const std::string& path);
+// The same from an input opened once (util::PeekedInput), e.g. after is_rank_summary().
+RankSummaryReadResult read_rank_summary(util::PeekedInput& input);
 // True when `path` (plain or gzip) starts with a rank summary's first member, not a trace.
 bool is_rank_summary_file(const std::string& path);
+// The same test on an input opened once: it looks at its head only, so the input can be
+// read next by read_rank_summary() or load_trace() (a pipe is opened and read once).
+bool is_rank_summary(util::PeekedInput& input);
 
 // Writes rank_summary_json(summary) to `path` (gzip when it ends in ".gz"). Returns an empty
 // string on success, else the problem naming the path.

@@ -23,6 +23,7 @@
 
 namespace cudascope::util {
 class ByteSource;
+class PeekedInput;
 }
 
 namespace cudascope::analysis {
@@ -42,6 +43,9 @@ struct TraceLoadResult {
 
 // Reads `path` (plain or gzip; a pipe or device works too).
 TraceLoadResult load_trace(const std::string& path, const TraceLoadOptions& options = {});
+// Reads an input opened once (after a look at its head: detect_file_kind(), is_rank_summary()),
+// from its first byte; its path names it in errors.
+TraceLoadResult load_trace(util::PeekedInput& input, const TraceLoadOptions& options = {});
 // Reads trace text already in memory; `origin` names it in errors.
 TraceLoadResult load_trace_text(std::string_view text, const std::string& origin, const TraceLoadOptions& options = {});
 

@@ -15,6 +15,8 @@
 
 namespace cudascope::util {
 
+class ByteReader;
+
 // A stream of bytes. read() never throws; failures are reported through error().
 class ByteSource {
  public:
@@ -25,6 +27,10 @@ class ByteSource {
   virtual const std::string& error() const { return error_; }
   // Fraction of the underlying input consumed so far, for progress bars.
   virtual double progress() const = 0;
+  // True when error() says only that the data stops early: a gzip stream cut before its
+  // trailer, as a killed writer leaves it. Corrupt data, a CRC-32 or length that does not
+  // match, or bytes after the last member are not "early" (see finish_input()).
+  virtual bool ended_early() const { return false; }
 
  protected:
   std::string error_;
@@ -48,6 +54,48 @@ bool is_gzip(std::string_view first_bytes);
 // open_file_source(), gunzipped when the file starts with the gzip magic, with
 // `max_bytes` as the decompression budget. Works on pipes and devices (peeks, no seek).
 std::unique_ptr<ByteSource> open_input(const std::string& path, uint64_t max_bytes, std::string& error);
+
+// The one rule every reader applies at the end of its input, so that a damaged file gives
+// the same answer whichever reader opens it. Once a reader has parsed its whole document (a
+// pickle's STOP, a JSON document's closing brace, replay's last line), it calls
+// finish_input(): the rest of the input may hold only bytes from `allowed_trailing` (JSON's
+// whitespace, say; nothing for a pickle), and the source must end cleanly, which for gzip
+// means each member's CRC-32 and length checked and nothing after the last member, the
+// checks `gzip -t` makes. Returns an empty string when so, otherwise what is wrong
+// ("gzip data is corrupt near compressed byte N (incorrect data check)", "expected the end
+// of the data after byte N, found ..."); the reader refuses the input with that message.
+// Readers of files that a killed process may leave cut short (traces) may read such a file
+// up to its last complete item when the source only ended_early(), and say so; every
+// other integrity failure is an error for every reader.
+std::string finish_input(ByteReader& reader, std::string_view allowed_trailing = {});
+
+// An input opened once (open_input(): gunzipped when it starts with the gzip magic) whose
+// first bytes can be looked at before one reader takes the whole stream. This is how a
+// command tells what a file holds (a trace, a snapshot, a rank summary) and then reads it
+// without opening it twice, so a pipe (`<(zcat t.json.gz)`, a named pipe, stdin as
+// /dev/stdin) is read as a regular file is. Call order: head() any number of times, then
+// take() once.
+class PeekedInput {
+ public:
+  // nullptr with `error` (as open_input() gives it) when `path` cannot be opened.
+  static std::unique_ptr<PeekedInput> open(const std::string& path, uint64_t max_bytes, std::string& error);
+  const std::string& path() const { return path_; }
+  // The first n bytes of the (decompressed) data, fewer when it is shorter or cannot be
+  // read (then error() says why); reads no further than that. Valid until the next call.
+  std::string_view head(size_t n);
+  // The source's error, if reading the head failed.
+  const std::string& error() const;
+  // The whole stream from its first byte, the head included. Only once: afterwards the
+  // PeekedInput holds nothing.
+  std::unique_ptr<ByteSource> take();
+
+ private:
+  PeekedInput(std::string path, std::unique_ptr<ByteSource> source) : path_(std::move(path)), source_(std::move(source)) {}
+  std::string path_;
+  std::unique_ptr<ByteSource> source_;
+  std::string head_;
+  bool at_end_ = false;
+};
 
 // Everything `source` yields, at most max_bytes. On failure `error` holds the source's
 // error or budget_exceeded_message(max_bytes) and the result is empty.
