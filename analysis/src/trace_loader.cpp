@@ -258,6 +258,13 @@ long long TraceFollower::poll_gzip(std::FILE* file, std::uint64_t budget) {
     }
     s.pending.erase(0, static_cast<std::size_t>(s.offset - std::min(s.offset, start)));
     added += more;
+    // The parser reports progress only every 64k events, which a piece may not hold: report
+    // (and honour a cancel) after every piece too.
+    if (file_progress && !file_progress(static_cast<double>(s.compressed_offset) / file_bytes)) {
+      error_ = s.path + ": cancelled";
+      added = -1;
+      break;
+    }
   }
   s.options.progress = file_progress;
   std::fclose(file);

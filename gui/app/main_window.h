@@ -1,9 +1,10 @@
 #pragma once
-// The viewer's main window: File > Open / Open Recent / Compare with..., a progress bar
-// with Cancel while a file loads off the UI thread, and one tab per open document: the
-// snapshot (its views in inner tabs, all fed from the same LoadedSnapshot) and each trace
-// (a TracePage); rank traces opened together share one tab, one timeline. Files are told
-// apart by content, not by name.
+// The viewer's main window: File > Open / Open Recent / Compare with..., Help > Keyboard
+// shortcuts, drag-and-drop of files, a progress bar with Cancel while files load off the UI
+// thread, and one tab per open document: each snapshot (a SnapshotPage: its views linked by
+// one selection, beside the pinned stack) and each trace (a TracePage); rank traces opened
+// together share one tab, one timeline. Files are told apart by content, not by name; every
+// error names its file. The window opens sized to its screen.
 
 #include <cudascope/gui/loaded_snapshot.h>
 
@@ -12,22 +13,16 @@
 
 #include <memory>
 
-class QComboBox;
 class QLabel;
 class QMenu;
 class QProgressBar;
 class QPushButton;
 class QTabWidget;
-class QTableView;
 
 namespace cudascope::gui {
 
-class AllocatorStatePage;
-class CompareModel;
-class FiguresModel;
-class RecordTablePage;
 class SnapshotLoader;
-class TimelineView;
+class SnapshotPage;
 class TracePage;
 
 class MainWindow : public QMainWindow {
@@ -36,23 +31,30 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  // Opens a snapshot (replacing the one shown) or a trace (in a new tab), by content.
+  // Opens a snapshot or a trace in a new tab, by content.
   void openFile(const QString& path);
-  // Opens several files: snapshots as openFile(); the traces together, so that rank traces
-  // (distributedInfo) become one timeline in one tab (rank_timeline.h), the others a tab each.
+  // Opens several files: each snapshot in its own tab; the traces together, so that rank
+  // traces (distributedInfo) become one timeline in one tab (rank_timeline.h), the others a tab each.
   void openFiles(const QStringList& paths);
+  // Compares the snapshot shown (A) with the snapshot at `path` (B).
   void compareWith(const QString& path);
-  std::shared_ptr<const LoadedSnapshot> current() const { return current_; }
-  // The snapshot's views (inner tabs of the snapshot document).
-  QTabWidget* tabs() const { return tabs_; }
+  // The snapshot of the current snapshot tab (the last one shown when a trace tab is current).
+  std::shared_ptr<const LoadedSnapshot> current() const;
+  // The current snapshot tab, and its views (inner tabs); null before any snapshot.
+  SnapshotPage* snapshotPage() const;
+  QTabWidget* tabs() const;
+  QList<SnapshotPage*> snapshotPages() const;
   // One tab per open document.
   QTabWidget* documents() const { return documents_; }
   // The trace pages, in tab order.
   QList<TracePage*> tracePages() const;
-  SnapshotLoader* loader() const { return loader_; }
   SnapshotLoader* compareLoader() const { return compare_loader_; }
   QString lastError() const { return last_error_; }
   QString statusText() const;
+  // The text of Help > Keyboard shortcuts.
+  static QString shortcutsText();
+  // The size the window opens at on a screen of `available` pixels (device-independent).
+  static QSize initialSize(QSize available);
 
  signals:
   void snapshotShown();
@@ -60,34 +62,26 @@ class MainWindow : public QMainWindow {
   void traceShown(cudascope::gui::TracePage* page);
   void loadFailed(const QString& message);
 
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
  private:
   void showSnapshot(std::shared_ptr<const LoadedSnapshot> loaded, const QString& path);
-  void updateComparison();
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
   void setBusy(bool busy, const QString& what);
+  void updateBusy();
   void openTraces(const QStringList& paths);
-  void showSnapshotDocument(const QString& title);
+  void openSnapshot(const QString& path);
+  void fail(const QString& message, const QString& title, bool cancelled);
 
-  SnapshotLoader* loader_;
   SnapshotLoader* compare_loader_;
-  std::shared_ptr<const LoadedSnapshot> current_;
-  std::shared_ptr<const LoadedSnapshot> compared_;
-  QString current_path_, compared_path_, last_error_;
+  SnapshotPage* last_snapshot_ = nullptr;
+  QString last_error_;
   QTabWidget* documents_;
-  QWidget* snapshot_page_;
-  QTabWidget* tabs_;
-  int trace_loads_ = 0;
-  TimelineView* active_;
-  TimelineView* segments_;
-  AllocatorStatePage* state_;
-  RecordTablePage* segment_table_;
-  RecordTablePage* block_table_;
-  RecordTablePage* trace_table_;
-  FiguresModel* figures_;
-  CompareModel* compare_;
-  QComboBox* group_by_;
-  QLabel* compare_label_;
+  QWidget* welcome_;
+  int loads_ = 0;
   QMenu* recent_;
   QProgressBar* progress_;
   QPushButton* cancel_;

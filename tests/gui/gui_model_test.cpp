@@ -12,7 +12,10 @@
 #include <cudascope/gui/range_summary_model.h>
 #include <cudascope/gui/segment_table_model.h>
 #include <cudascope/gui/snapshot_loader.h>
+#include <cudascope/gui/snapshot_selection.h>
 #include <cudascope/gui/stack_model.h>
+#include <cudascope/analysis/cpp_names.h>
+#include <cudascope/analysis/loader.h>
 #include <cudascope/gui/trace_loader.h>
 #include <cudascope/gui/trace_table_model.h>
 
@@ -23,7 +26,15 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include <QDateTime>
+#include <QFile>
+#include <QFileInfo>
+
+#include <zlib.h>
+
+#include <cstdio>
 #include <fstream>
+#include <random>
 
 namespace cudascope::gui {
 namespace {
@@ -151,7 +162,7 @@ TEST(GuiModelTest, FrameColumnsShowTheUserFrameAndTheFilterMatchesWhatTheyShow) 
   EXPECT_EQ(trace.index(1, TraceTableModel::Frame).data().toString(), "train_step (train.py:12)");
   EXPECT_EQ(trace.index(2, TraceTableModel::Frame).data().toString(), "");  // only allocator frames
   const QString tip = trace.index(1, 0).data(Qt::ToolTipRole).toString();
-  EXPECT_TRUE(tip.startsWith("at::TensorBase")) << tip.toStdString();
+  EXPECT_TRUE(tip.startsWith("at::detail::_empty_generic\n")) << tip.toStdString();  // shortened
   EXPECT_TRUE(tip.contains("train_step (train.py:12)"));
   EXPECT_TRUE(tip.contains("7 frames of the allocator and unwinder hidden")) << tip.toStdString();
   EXPECT_FALSE(tip.contains("CUDACachingAllocator"));
@@ -185,7 +196,8 @@ TEST(GuiModelTest, FrameColumnsShowTheUserFrameAndTheFilterMatchesWhatTheyShow) 
   stack.setShowHidden(true);
   ASSERT_EQ(stack.rowCount(), 11);
   EXPECT_EQ(stack.hiddenCount(), 0);
-  EXPECT_EQ(stack.index(0).data().toString(), "torch::unwind::unwind() (??:0)");
+  EXPECT_EQ(stack.index(0).data().toString(), "torch::unwind::unwind");
+  EXPECT_EQ(stack.index(0).data(Qt::ToolTipRole).toString(), "torch::unwind::unwind() (??:0)");
 }
 
 TEST(GuiModelTest, LoaderRunsOffThreadAndReportsErrorsAndCancel) {
@@ -623,6 +635,249 @@ TEST(GuiModelTest, TraceLoaderOpensRankTracesTogether) {
     }
   EXPECT_EQ(details.value("Name"), "gemm_kernel");
   EXPECT_TRUE(details.value("Flow from").startsWith("cudaLaunchKernel"));
+}
+
+}  // namespace
+}  // namespace cudascope::gui
+
+namespace cudascope::gui {
+namespace {
+
+// --- Issue 24: the viewer as memory_viz and Perfetto users expect it ---
+
+QString gui_data(const char* name) { return QString(CUDASCOPE_TEST_DATA) + "/../gui/data/" + name; }
+
+std::shared_ptr<const LoadedSnapshot> load_convnet() {
+  auto result = analysis::load_snapshot(gui_data("snap_convnet_cpp.pickle.gz").toStdString());
+  EXPECT_TRUE(result) << (result ? "" : result.error().message());
+  return result ? index_snapshot(std::move(result).value()) : nullptr;
+}
+
+TEST(GuiIssue24Test, CppNamesAreShortenedAsNsightShowsThem) {
+  using analysis::shorten_cpp_name;
+  EXPECT_EQ(shorten_cpp_name("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4::Params)"),
+            "cutlass::Kernel2");
+  EXPECT_EQ(shorten_cpp_name("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<float> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<float> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<float> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<float> const&)::{lambda(int)#1})"),
+            "at::native::elementwise_kernel");
+  EXPECT_EQ(shorten_cpp_name("at::TensorBase at::detail::_empty_generic<long>(c10::ArrayRef<long>, c10::Allocator*)"), "at::detail::_empty_generic");
+  EXPECT_EQ(shorten_cpp_name("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, 64>(float*, int)"),
+            "at::native::(anonymous namespace)::CatArrayBatchedCopy");
+  EXPECT_EQ(shorten_cpp_name("std::function<void ()>::operator()() const"), "std::function::operator()");
+  for (const char* same : {"<module>", "train_step", "ampere_sgemm_128x64_nn", "ProfilerStep#3", "aten::add_"})
+    EXPECT_EQ(shorten_cpp_name(same), same);
+  // The range summary shows the short name, the full one on hover and in the raw role.
+  analysis::RangeSummary summary;
+  summary.kernels.push_back({"void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>(Params)", 3, 30, 10, 10});
+  RangeSummaryModel model;
+  tester(&model);
+  model.setSummary(summary);
+  EXPECT_EQ(model.index(0, RangeSummaryModel::Name).data().toString(), "cutlass::Kernel2");
+  EXPECT_EQ(model.index(0, RangeSummaryModel::Name).data(Qt::ToolTipRole).toString(), QString::fromStdString(summary.kernels[0].name));
+}
+
+TEST(GuiIssue24Test, StacksFoldTheDispatcherKeepUserFramesAndCopyWhole) {
+  auto loaded = load_convnet();
+  ASSERT_TRUE(loaded);
+  // The 32 MiB activation of the last step: its stack has 7 allocator, 12 dispatcher frames.
+  const auto& trace = loaded->snapshot->trace;
+  uint32_t entry = UINT32_MAX;
+  for (uint32_t i = 0; i < trace.size(); ++i)
+    if (trace[i].action == analysis::Action::alloc && trace[i].size >= 48ull << 20) entry = i;
+  ASSERT_NE(entry, UINT32_MAX);
+  StackModel stack;
+  tester(&stack);
+  stack.setStack(loaded, trace[entry].stack);
+  EXPECT_LE(stack.rowCount(), 10) << "C++ dispatcher runs fold into one row each";
+  const int user = stack.userRow();
+  ASSERT_GE(user, 0);
+  EXPECT_TRUE(stack.index(user).data().toString().startsWith("forward (train_convnet.py:3")) << stack.index(user).data().toString().toStdString();
+  EXPECT_TRUE(stack.index(user).data(Qt::UserRole).toBool());
+  int folded_row = -1;
+  for (int r = 0; r < stack.rowCount(); ++r) {
+    const QString text = stack.index(r).data().toString();
+    EXPECT_LT(text.size(), 140) << "no template signatures: " << text.toStdString();
+    if (stack.index(r).data(StackModel::FoldRole).toInt() > 1) folded_row = r;
+  }
+  ASSERT_GE(folded_row, 0);
+  const int before = stack.rowCount();
+  stack.setExpanded(folded_row, true);
+  EXPECT_GT(stack.rowCount(), before);
+  stack.setFullNames(true);
+  const QString copied = stack.copyText();
+  EXPECT_TRUE(copied.contains("c10::impl::wrap_kernel_functor_unboxed_<")) << "Copy carries the full names";
+  EXPECT_TRUE(copied.contains("torch::unwind::unwind() (??:0)")) << "and the hidden frames";
+  // Hover text: short names, user frames kept, dispatcher folded.
+  const QString tip = loaded->stackText(trace[entry].stack, 8);
+  EXPECT_TRUE(tip.contains("forward (train_convnet.py:3")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("train_step (train_convnet.py:61)")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("C++ frames")) << tip.toStdString();
+  EXPECT_FALSE(tip.contains("c10::ArrayRef")) << tip.toStdString();
+}
+
+TEST(GuiIssue24Test, OneSelectionLinksEntryIntervalAndBlock) {
+  auto loaded = load_convnet();
+  ASSERT_TRUE(loaded);
+  SnapshotSelection selection;
+  selection.setSnapshot(loaded);
+  QSignalSpy changed(&selection, &SnapshotSelection::selectionChanged);
+  const auto& trace = loaded->snapshot->trace;
+  uint32_t alloc = 0;
+  while (trace[alloc].action != analysis::Action::alloc) ++alloc;
+  selection.selectEntry(alloc);
+  ASSERT_TRUE(selection.selection().valid);
+  EXPECT_EQ(selection.selection().entry, alloc);
+  EXPECT_EQ(selection.selection().address, trace[alloc].addr);
+  EXPECT_NE(selection.selection().interval, UINT32_MAX);
+  EXPECT_EQ(changed.count(), 1);
+  // Its free selects the same allocation (no new signal); a block at that address too.
+  uint32_t free_entry = selection.selection().end_entry;
+  if (free_entry != UINT32_MAX) {
+    selection.selectEntry(free_entry);
+    EXPECT_EQ(changed.count(), 1);
+  }
+  const MemorySelection first = selection.selection();
+  selection.selectInterval(first.interval);
+  EXPECT_EQ(selection.selection(), first);
+  // The OOM entry: selected as itself, with what was asked.
+  selection.selectEntry(uint32_t(trace.size() - 1));
+  EXPECT_EQ(selection.selection().entry, trace.size() - 1);
+  EXPECT_EQ(selection.selection().size, 12ull << 30);
+  // One zoom: setRange emits once per change.
+  QSignalSpy range(&selection, &SnapshotSelection::rangeChanged);
+  selection.setRange(10, 20);
+  selection.setRange(10, 20);
+  EXPECT_EQ(range.count(), 1);
+}
+
+TEST(GuiIssue24Test, EventOrderAxisGivesEveryEntryOneStep) {
+  auto loaded = load("snap_transformer_p4.pickle.gz");
+  const auto order = build_event_order_timelines(*loaded);
+  const auto range = loaded->snapshot->device_trace(loaded->device);
+  EXPECT_EQ(order.allocations->begin_us(), int64_t(range.begin));
+  EXPECT_LE(order.allocations->end_us(), int64_t(range.end));
+  EXPECT_GE(order.allocations->end_us(), int64_t(range.end) - 1);
+  ASSERT_EQ(order.allocations->intervals().size(), loaded->allocations->intervals().size());
+  for (size_t i = 0; i < order.allocations->intervals().size(); i += 97) {
+    EXPECT_EQ(order.allocations->intervals()[i].begin_entry, loaded->allocations->intervals()[i].begin_entry) << "same ids on both axes";
+    EXPECT_EQ(order.allocations->intervals()[i].size, loaded->allocations->intervals()[i].size);
+  }
+  // Idle time takes no width: the burst fills most of the event-order axis, not ~20%.
+  const double span = double(order.allocations->end_us() - order.allocations->begin_us());
+  const auto& first = loaded->allocations->intervals()[0];
+  EXPECT_LT(double(first.begin_entry == UINT32_MAX ? 0 : first.begin_entry) / span, 0.2);
+  EXPECT_EQ(order.allocations->peak_bytes(), loaded->allocations->peak_bytes());
+}
+
+TEST(GuiIssue24Test, EveryErrorNamesItsFile) {
+  const QString missing = "/nonexistent/dir/run.pickle.gz";
+  const FileSniff sniff = sniff_file(missing);
+  EXPECT_TRUE(sniff.error.contains(missing)) << sniff.error.toStdString();
+}
+
+TEST(GuiIssue24Test, TablesOpenInFileOrderAndReturnToIt) {
+  auto loaded = load("snap_transformer_p4.pickle.gz");
+  TraceTableModel trace;
+  tester(&trace);
+  trace.setSnapshot(loaded);
+  EXPECT_EQ(trace.recordAt(0), 0u);
+  trace.sort(TraceTableModel::Size, Qt::DescendingOrder);
+  EXPECT_NE(trace.recordAt(0), 0u);
+  trace.sort(-1);
+  EXPECT_EQ(trace.sortColumn(), -1);
+  for (int r = 0; r < 50; ++r) EXPECT_EQ(trace.recordAt(r), uint32_t(r));
+}
+
+TEST(GuiIssue24Test, AnOomRowSaysWhatWasAskedAndWhatWasFree) {
+  auto loaded = load_convnet();
+  ASSERT_TRUE(loaded);
+  TraceTableModel trace;
+  tester(&trace);
+  trace.setSnapshot(loaded);
+  const int last = trace.rowCount() - 1;
+  EXPECT_EQ(trace.index(last, TraceTableModel::Action).data().toString(), "oom");
+  EXPECT_EQ(trace.index(last, TraceTableModel::Address).data().toString(), "-");
+  EXPECT_EQ(trace.index(last, TraceTableModel::Size).data().toString(), "asked 12.00 GiB, 1.50 GiB free on the device");
+  EXPECT_TRUE(trace.index(last, 0).data(RecordTableModel::HighlightRole).toBool());
+}
+
+// A gzip trace of `events` kernels with poorly compressible names: several 1 MiB pieces.
+QString write_gzip_trace(const QString& path, int events) {
+  std::string text = "{\"traceEvents\": [\n";
+  std::mt19937_64 rnd(7);
+  for (int i = 0; i < events; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "k%016llx%016llx", (unsigned long long)rnd(), (unsigned long long)rnd());
+    text += std::string(i ? ",\n" : "") + "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" + name + "\",\"pid\":0,\"tid\":7,\"ts\":" +
+            std::to_string(1000 + i * 3) + ",\"dur\":2,\"args\":{\"correlation\":" + std::to_string(rnd() % 1000000) + "}}";
+  }
+  text += "\n]}\n";
+  gzFile f = gzopen(path.toStdString().c_str(), "wb");
+  gzwrite(f, text.data(), unsigned(text.size()));
+  gzclose(f);
+  return path;
+}
+
+TEST(GuiIssue24Test, GzipTracesReportProgressAndCancelAsTheyAreRead) {
+  int argc = 1;
+  char arg0[] = "gui_model_test";
+  char* argv[] = {arg0, nullptr};
+  QCoreApplication app(argc, argv);
+  QTemporaryDir dir;
+  const QString path = write_gzip_trace(dir.filePath("big.json.gz"), 90000);
+  ASSERT_GT(QFileInfo(path).size(), 2 << 20) << "several pieces of compressed input";
+  TraceLoader loader;
+  std::vector<int> progress;
+  bool done = false, cancelled = false;
+  QObject::connect(&loader, &TraceLoader::progress, [&](int p) { progress.push_back(p); });
+  QObject::connect(&loader, &TraceLoader::loaded, [&](TraceDocument* d) { delete d; });
+  QObject::connect(&loader, &TraceLoader::failed, [&](const QString&, bool c) { cancelled = c; });
+  QObject::connect(&loader, &TraceLoader::finished, [&] { done = true; });
+  loader.start(path);
+  while (!done) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+  int between = 0;
+  for (int p : progress) between += p > 0 && p < 900;
+  EXPECT_GE(between, 2) << "progress moves while a gzip trace is read (it stayed at 0 until the end)";
+  // Cancel as soon as the first progress arrives: the load ends cancelled, not parsed whole.
+  done = false;
+  bool asked = false;
+  QObject::connect(&loader, &TraceLoader::progress, [&](int p) {
+    if (p > 0 && !asked) asked = true, loader.cancel();
+  });
+  loader.start(path);
+  while (!done) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+  EXPECT_TRUE(cancelled);
+}
+
+TEST(GuiIssue24Test, ACutShortTraceSaysSoAndIsNotFollowed) {
+  QTemporaryDir dir;
+  // A gzip trace cut half way (a killed run), untouched for a minute.
+  const QString whole = write_gzip_trace(dir.filePath("whole.json.gz"), 20000);
+  QFile in(whole);
+  ASSERT_TRUE(in.open(QIODevice::ReadOnly));
+  const QByteArray bytes = in.readAll();
+  const QString cut = dir.filePath("cut.json.gz");
+  QFile out(cut);
+  ASSERT_TRUE(out.open(QIODevice::WriteOnly));
+  out.write(bytes.left(bytes.size() / 2));
+  out.close();
+  ASSERT_TRUE(out.open(QIODevice::ReadWrite));
+  ASSERT_TRUE(out.setFileTime(QDateTime::currentDateTime().addSecs(-60), QFileDevice::FileModificationTime));
+  out.close();
+  auto doc = open_trace(cut);
+  ASSERT_TRUE(doc);
+  EXPECT_TRUE(doc->cutShort());
+  EXPECT_FALSE(doc->following()) << "a file that stopped changing is not followed unless asked";
+  EXPECT_TRUE(doc->canFollow());
+  EXPECT_TRUE(doc->cutShortText().startsWith("CUT SHORT")) << doc->cutShortText().toStdString();
+  EXPECT_GT(doc->model().event_count(), 0u);
+  // The same file written just now: still being written, so followed.
+  ASSERT_TRUE(out.open(QIODevice::ReadWrite));
+  ASSERT_TRUE(out.setFileTime(QDateTime::currentDateTime(), QFileDevice::FileModificationTime));
+  out.close();
+  auto growing = open_trace(cut);
+  ASSERT_TRUE(growing);
+  EXPECT_FALSE(growing->cutShort());
+  EXPECT_TRUE(growing->following());
 }
 
 }  // namespace

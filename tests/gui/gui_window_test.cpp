@@ -11,11 +11,21 @@
 #include <cudascope/gui/allocator_state_view.h>
 #include <cudascope/gui/record_table_model.h>
 #include <cudascope/gui/record_table_page.h>
+#include <cudascope/gui/snapshot_page.h>
+#include <cudascope/gui/stack_model.h>
+#include <cudascope/gui/stack_panel.h>
 #include <cudascope/gui/trace_table_model.h>
 #include <cudascope/gui/timeline_view.h>
 #include <cudascope/analysis/stacked_timeline.h>
 
 #include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDateTime>
+#include <QFile>
+#include <QLabel>
+#include <QListView>
+#include <QTemporaryDir>
 #include <QDir>
 #include <QEventLoop>
 #include <QHeaderView>
@@ -168,7 +178,13 @@ TEST(GuiWindowTest, ViewsOfTheFixtureAreDrawn) {
       for (int x = 0; x < img.width(); ++x) n += (img.pixel(x, y) | 0xff000000u) == colour;
     return n;
   };
-  EXPECT_GT(count_colour(shot, AllocatorStateView::kAllocated), 1000u);
+  // Allocated blocks each in their allocation's colour (the Active memory timeline's), not one blue.
+  std::set<QRgb> block_colours;
+  for (const auto& seg : state_page->view()->state().segments)
+    for (const auto& b : seg.blocks)
+      if (b.state == analysis::BlockState::active_allocated) block_colours.insert(state_page->view()->blockColour(b));
+  EXPECT_GT(block_colours.size(), 20u);
+  EXPECT_EQ(block_colours.count(AllocatorStateView::kAllocated), 0u);
   EXPECT_GT(count_colour(shot, AllocatorStateView::kInactive), 1000u);
   state_page->showEntry(6629);
   shot = screenshot(w, "allocator_state_mid");
@@ -364,7 +380,7 @@ std::map<std::string, quint64> summarised_kernels(TracePage* page) {
   auto* summary = page->summary();
   for (int r = 0; r < summary->rowCount(); ++r)
     if (summary->index(r, RangeSummaryModel::Kind).data().toString() == "kernel")
-      kernels[summary->index(r, RangeSummaryModel::Name).data().toString().toStdString()] +=
+      kernels[summary->index(r, RangeSummaryModel::Name).data(Qt::UserRole).toString().toStdString()] +=  // full names
           summary->index(r, RangeSummaryModel::Count).data(Qt::UserRole).toULongLong();
   return kernels;
 }
@@ -516,6 +532,202 @@ TEST(GuiWindowTest, TwoRankTracesOpenAsOneTimelineWithRankGroups) {
   EXPECT_EQ(headers, 2);
   QImage mine = view->render(view->size());
   EXPECT_FALSE(mine.isNull());
+}
+
+}  // namespace
+}  // namespace cudascope::gui
+
+// --- Issue 24: the viewer as memory_viz and Perfetto users expect it ---
+
+namespace cudascope::gui {
+namespace {
+
+QString gui_data(const char* name) { return QString(CUDASCOPE_TEST_DATA) + "/../gui/data/" + name; }
+
+// Saves `image` as docs/screenshots/NAME.png when CUDASCOPE_UPDATE_SCREENSHOTS names the folder.
+void keep_screenshot(const QImage& image, const char* name) {
+  const QByteArray dir = qgetenv("CUDASCOPE_UPDATE_SCREENSHOTS");
+  if (!dir.isEmpty()) EXPECT_TRUE(image.save(QString::fromUtf8(dir) + "/" + name + ".png"));
+}
+
+TEST(GuiIssue24WindowTest, ClickingAnAllocationPinsItsReadableStackAndLinksEveryView) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.openFile(gui_data("snap_convnet_cpp.pickle.gz"));
+  ASSERT_TRUE(wait_for(&w, SIGNAL(snapshotShown()))) << w.lastError().toStdString();
+  SnapshotPage* page = w.snapshotPage();
+  ASSERT_NE(page, nullptr);
+  QApplication::processEvents();
+  // Focus is on the plot after loading: W zooms without a click first.
+  TimelineView* active = page->activeView();
+  EXPECT_EQ(w.focusWidget(), active) << "the plot takes the keys after loading";
+  const qint64 span = active->rangeEnd() - active->rangeBegin();
+  QTest::keyClick(w.focusWidget(), Qt::Key_W);
+  EXPECT_LT(active->rangeEnd() - active->rangeBegin(), span);
+  EXPECT_EQ(page->segmentView()->rangeEnd() - page->segmentView()->rangeBegin(), active->rangeEnd() - active->rangeBegin())
+      << "one zoom for both timelines";
+  QTest::keyClick(active, Qt::Key_Home);
+
+  // The OOM: a marker wide enough to hit, inside the default view, with what was asked on hover.
+  const auto& snap = *w.current()->snapshot;
+  const uint32_t oom = uint32_t(snap.trace.size() - 1);
+  const double oom_x = active->xOf(snap.trace[oom].time_us);
+  EXPECT_LT(oom_x, active->plotRect().right() - 4) << "not on the edge";
+  const QPoint oom_pt(int(oom_x) - active->plotRect().left() + 2, 40);
+  EXPECT_EQ(active->oomAt(oom_pt), int64_t(oom));
+  const QString oom_tip = active->describe(oom_pt, active->plotRect().size());
+  EXPECT_TRUE(oom_tip.contains("OUT OF MEMORY") && oom_tip.contains("asked 12.00 GiB") && oom_tip.contains("1.50 GiB free"))
+      << oom_tip.toStdString();
+
+  // Click the largest allocation live at the end (the last step's 48 MiB activation).
+  uint32_t big = UINT32_MAX;
+  const auto intervals = w.current()->allocations->intervals();
+  for (uint32_t i = 0; i < intervals.size(); ++i)
+    if (intervals[i].end_entry == UINT32_MAX && (big == UINT32_MAX || intervals[i].size > intervals[big].size)) big = i;
+  ASSERT_NE(big, UINT32_MAX);
+  const auto& iv = intervals[big];
+  active->setRange(iv.begin_us - 2000, iv.begin_us + 8000);
+  QApplication::processEvents();
+  QPoint click;
+  for (int x = active->plotRect().width() / 2; x < active->plotRect().width() && click.isNull(); x += 3)
+    for (int y = 5; y < active->plotRect().height(); y += 3)
+      if (auto hit = w.current()->allocations->hit(
+              analysis::TimelineView{active->rangeBegin(), active->rangeEnd(),
+                                     std::max<uint64_t>(w.current()->allocations->peak_bytes() + w.current()->allocations->peak_bytes() / 20, 1),
+                                     active->plotRect().width(), active->plotRect().height()},
+              x, y);
+          hit && !hit->merged && hit->intervals.front() == big) {
+        click = QPoint(x, y) + active->plotRect().topLeft();
+        break;
+      }
+  ASSERT_FALSE(click.isNull()) << "the allocation is drawn";
+  const QString hover = active->describe(click - active->plotRect().topLeft(), active->plotRect().size());
+  EXPECT_TRUE(hover.contains("forward (train_convnet.py:")) << "user frames are not cut off: " << hover.toStdString();
+  EXPECT_LT(hover.count('\n'), 16) << hover.toStdString();
+  QTest::mouseClick(active, Qt::LeftButton, Qt::NoModifier, click);
+  QApplication::processEvents();
+  const MemorySelection& sel = page->selection()->selection();
+  ASSERT_TRUE(sel.valid);
+  EXPECT_EQ(sel.interval, big);
+  // Pinned stack: short names, user frame bold and in view, dispatcher folded, copyable.
+  StackPanel* panel = page->stackPanel();
+  EXPECT_TRUE(panel->heading()->text().contains("train_convnet.py")) << panel->heading()->text().toStdString();
+  const int user = panel->model()->userRow();
+  ASSERT_GE(user, 0);
+  EXPECT_EQ(panel->list()->currentIndex().row(), user);
+  EXPECT_TRUE(panel->list()->viewport()->rect().intersects(panel->list()->visualRect(panel->model()->index(user))));
+  for (int r = 0; r < panel->model()->rowCount(); ++r)
+    EXPECT_LT(panel->model()->index(r).data().toString().size(), 140);
+  const QString copied = panel->copy();
+  EXPECT_TRUE(copied.contains("at::_ops::conv2d::call(at::Tensor const&")) << "Copy has the full names";
+  // Linked: Allocator state at its entry with its block outlined; its rows in the tables.
+  EXPECT_EQ(page->statePage()->entry(), int64_t(sel.entry));
+  EXPECT_FALSE(page->statePage()->view()->selectedRect().isEmpty());
+  const auto* trace_table = page->traceTable();
+  ASSERT_TRUE(trace_table->table()->currentIndex().isValid());
+  EXPECT_EQ(trace_table->model()->recordAt(trace_table->table()->currentIndex().row()), sel.entry);
+  ASSERT_TRUE(page->blockTable()->table()->currentIndex().isValid());
+  page->tabs()->setCurrentIndex(2);
+  QImage shot = screenshot(w, "cpp_stack_pinned_allocator_state");
+  keep_screenshot(shot, "viewer_cpp_stack_pinned_allocator_state");
+  page->tabs()->setCurrentIndex(0);
+  shot = screenshot(w, "cpp_stack_pinned_timeline");
+  keep_screenshot(shot, "viewer_cpp_stack_pinned_timeline");
+  // F zooms to the selection.
+  QTest::keyClick(active, Qt::Key_Home);
+  active->setFocus();
+  QTest::keyClick(active, Qt::Key_F);
+  EXPECT_LE(active->rangeBegin(), iv.begin_us);
+  EXPECT_LT(active->rangeEnd() - active->rangeBegin(), span / 2);
+  // Event-order axis: both timelines switch; the labels count entries.
+  page->axisBox()->setCurrentIndex(1);
+  emit page->axisBox()->activated(1);
+  EXPECT_EQ(active->axis(), SnapshotSelection::Axis::event_order);
+  EXPECT_EQ(page->segmentView()->axis(), SnapshotSelection::Axis::event_order);
+  ASSERT_FALSE(active->timeAxisLabels().empty());
+  EXPECT_TRUE(active->timeAxisLabels().front().text.startsWith("entry"));
+  // Tables open in file order; the header shows no sort.
+  EXPECT_EQ(trace_table->table()->horizontalHeader()->sortIndicatorSection(), -1);
+  EXPECT_EQ(page->segmentTable()->model()->recordAt(0), 0u);
+}
+
+TEST(GuiIssue24WindowTest, SeveralSnapshotsOpenInSeveralTabs) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy shown(&w, SIGNAL(snapshotShown()));
+  w.openFiles({QString::fromStdString(data_path("snap_small_p5.pickle")), gui_data("snap_convnet_cpp.pickle.gz")});
+  for (int i = 0; i < 100 && shown.count() < 2; ++i) shown.wait(200);
+  ASSERT_EQ(shown.count(), 2) << w.lastError().toStdString();
+  ASSERT_EQ(w.snapshotPages().size(), 2);
+  QStringList titles;
+  for (int i = 0; i < w.documents()->count(); ++i) titles << w.documents()->tabText(i);
+  EXPECT_TRUE(titles.contains("snap_small_p5.pickle")) << titles.join(",").toStdString();
+  EXPECT_TRUE(titles.contains("snap_convnet_cpp.pickle.gz")) << titles.join(",").toStdString();
+  // A missing file: the message names it.
+  w.openFile("/nonexistent/missing.pickle");
+  EXPECT_TRUE(w.lastError().contains("/nonexistent/missing.pickle")) << w.lastError().toStdString();
+  // Help lists the keys; the window fits a scaled screen.
+  EXPECT_TRUE(MainWindow::shortcutsText().contains("W / S"));
+  EXPECT_TRUE(MainWindow::shortcutsText().contains("F "));
+  const QSize fits = MainWindow::initialSize(QSize(960, 520));  // 1920x1080 at QT_SCALE_FACTOR=2, less panels
+  EXPECT_LE(fits.width(), 960);
+  EXPECT_LE(fits.height(), 520);
+  EXPECT_TRUE(w.acceptDrops());
+}
+
+TEST(GuiIssue24WindowTest, ATruncatedTraceIsFlaggedOnItsTabAndInTheStatusBar) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  QFile in(QString::fromStdString(data_path("kineto_train_h100_s3.json.gz")));
+  ASSERT_TRUE(in.open(QIODevice::ReadOnly));
+  const QByteArray bytes = in.readAll();
+  const QString cut = dir.filePath("train_cut.json.gz");
+  QFile out(cut);
+  ASSERT_TRUE(out.open(QIODevice::WriteOnly));
+  out.write(bytes.left(bytes.size() * 2 / 3));
+  out.close();
+  ASSERT_TRUE(out.open(QIODevice::ReadWrite));
+  ASSERT_TRUE(out.setFileTime(QDateTime::currentDateTime().addSecs(-300), QFileDevice::FileModificationTime));
+  out.close();
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.openFile(cut);
+  ASSERT_TRUE(wait_for(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)))) << w.lastError().toStdString();
+  TracePage* page = w.tracePages().front();
+  EXPECT_TRUE(page->document()->cutShort());
+  EXPECT_FALSE(page->document()->following());
+  EXPECT_FALSE(page->followBox()->isChecked());
+  EXPECT_TRUE(w.documents()->tabText(w.documents()->currentIndex()).contains("cut short"));
+  EXPECT_TRUE(w.statusText().contains("CUT SHORT")) << w.statusText().toStdString();
+  EXPECT_TRUE(page->statusText().contains("CUT SHORT")) << page->statusText().toStdString();
+  // Ruler labels at microsecond zoom all differ.
+  auto* view = page->view();
+  const qint64 mid = (view->rangeBegin() + view->rangeEnd()) / 2;
+  view->setRange(mid, mid + 4000);
+  QApplication::processEvents();
+  const auto ticks = view->rulerLabels();
+  ASSERT_GE(ticks.size(), 3u);
+  for (size_t i = 1; i < ticks.size(); ++i) EXPECT_NE(ticks[i].second, ticks[i - 1].second) << ticks[i].second.toStdString();
+  view->resetZoom();
+  // Search matches are highlighted and zoomed to.
+  page->searchBox()->setText("elementwise");
+  EXPECT_TRUE(page->findNext());
+  view->resetZoom();
+  QImage shot = screenshot(w, "truncated_trace_flagged");
+  keep_screenshot(shot, "viewer_truncated_trace_flagged");
+  // Rows never grow past the lane cap.
+  for (quint32 r = 0; r < page->document()->index().rows().size(); ++r)
+    EXPECT_LE(view->shownLanes(r), TraceTimelineView::kMaxLanes);
 }
 
 }  // namespace

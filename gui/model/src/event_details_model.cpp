@@ -4,6 +4,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <algorithm>
 #include <cmath>
 
 namespace cudascope::gui {
@@ -30,11 +31,16 @@ QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(
 }  // namespace
 
 QString formatDuration(qint64 ns) {
+  // Four significant digits in the largest unit that keeps the number at least 1.
   const double v = double(ns);
   if (std::llabs(ns) < 1000) return QString::number(ns) + " ns";
-  if (std::llabs(ns) < 1000000) return QString::number(v / 1e3, 'f', 2) + " us";
-  if (std::llabs(ns) < 1000000000) return QString::number(v / 1e6, 'f', 3) + " ms";
-  return QString::number(v / 1e9, 'f', 3) + " s";
+  auto digits = [](double x) {
+    const double a = std::fabs(x);
+    return a < 10 ? 3 : a < 100 ? 2 : 1;
+  };
+  if (std::llabs(ns) < 1000000) return QString::number(v / 1e3, 'f', std::min(2, digits(v / 1e3))) + " us";
+  if (std::llabs(ns) < 1000000000) return QString::number(v / 1e6, 'f', digits(v / 1e6)) + " ms";
+  return QString::number(v / 1e9, 'f', digits(v / 1e9)) + " s";
 }
 
 void EventDetailsModel::setEvent(TraceDocument* doc, quint32 event) {

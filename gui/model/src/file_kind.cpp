@@ -32,7 +32,9 @@ FileSniff sniff_file(const QString& path) {
   std::string error;
   auto source = util::open_input(path.toStdString(), 1 << 20, error);
   if (!source) {
+    // The reader's message names the system error; the user needs the path too.
     out.error = QString::fromStdString(error);
+    if (!out.error.contains(path)) out.error = path + ": " + out.error;
     return out;
   }
   std::string head(256 * 1024, '\0');

@@ -2,6 +2,8 @@
 
 #include <cudascope/gui/event_details_model.h>
 
+#include <cudascope/analysis/cpp_names.h>
+
 namespace cudascope::gui {
 
 void RangeSummaryModel::setSummary(analysis::RangeSummary summary) {
@@ -44,7 +46,9 @@ QVariant RangeSummaryModel::data(const QModelIndex& index, int role) const {
   const qint64 mean = n.count ? qint64(n.total_ns / qint64(n.count)) : 0;
   switch (c) {
     case Kind: return is_kernel ? QStringLiteral("kernel") : QStringLiteral("range");
-    case Name: return QString::fromStdString(n.name);
+    case Name:
+      // Kernel names as Nsight shows them; the full signature on hover and in the raw role.
+      return role == Qt::DisplayRole ? QString::fromStdString(analysis::shorten_cpp_name(n.name)) : QString::fromStdString(n.name);
     case Count: return raw ? QVariant(qulonglong(n.count)) : QVariant(QString::number(n.count));
     case Total: return raw ? QVariant(qlonglong(n.total_ns)) : QVariant(formatDuration(n.total_ns));
     case Mean: return raw ? QVariant(mean) : QVariant(formatDuration(mean));

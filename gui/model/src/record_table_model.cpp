@@ -84,15 +84,19 @@ QVariant RecordTableModel::headerData(int section, Qt::Orientation orientation, 
 }
 
 void RecordTableModel::sort(int column, Qt::SortOrder order) {
-  if (column < 0 || column >= columns()) return;
-  sort_column_ = column;
+  if (column >= columns()) return;
+  sort_column_ = column < 0 ? -1 : column;
   sort_order_ = order;
   emit layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
   const QModelIndexList before = persistentIndexList();
   std::vector<uint32_t> old_records;
   for (const QModelIndex& i : before) old_records.push_back(rows_[static_cast<size_t>(i.row())]);
-  std::stable_sort(rows_.begin(), rows_.end(), [&](uint32_t a, uint32_t b) { return less(a, b, column); });
-  if (order == Qt::DescendingOrder) std::reverse(rows_.begin(), rows_.end());
+  if (sort_column_ < 0) {
+    std::sort(rows_.begin(), rows_.end());  // record order is file order
+  } else {
+    std::stable_sort(rows_.begin(), rows_.end(), [&](uint32_t a, uint32_t b) { return less(a, b, column); });
+    if (order == Qt::DescendingOrder) std::reverse(rows_.begin(), rows_.end());
+  }
   QModelIndexList after;
   for (int k = 0; k < before.size(); ++k) after.push_back(index(rowOfRecord(old_records[static_cast<size_t>(k)]), before[k].column()));
   changePersistentIndexList(before, after);

@@ -1,5 +1,6 @@
 #include <cudascope/gui/trace_document.h>
 
+#include <QDateTime>
 #include <QFileInfo>
 #include <QTimer>
 
@@ -41,6 +42,12 @@ std::unique_ptr<LoadedTrace> read_trace(const QString& path, const std::function
     return nullptr;
   }
   out->load_seconds = seconds_since(start);
+  if (!out->follower->finished()) {
+    // Unfinished: still being written (follow it), or cut short (say so, do not follow).
+    const QDateTime modified = QFileInfo(path).lastModified();
+    out->quiet_seconds = modified.isValid() ? double(modified.msecsTo(QDateTime::currentDateTime())) / 1000.0 : 0.0;
+    out->cut_short = out->quiet_seconds > kGrowingSeconds;
+  }
   return out;
 }
 
@@ -140,7 +147,7 @@ TraceDocument::TraceDocument(QString path, std::unique_ptr<LoadedTrace> loaded, 
   if (loaded_->follower) {
     timer_ = new QTimer(this);
     connect(timer_, &QTimer::timeout, this, [this] { pollOnce(); });
-    if (!loaded_->follower->finished()) setFollowing(true);
+    if (!loaded_->follower->finished() && !loaded_->cut_short) setFollowing(true);
   }
 }
 
@@ -150,6 +157,17 @@ QString TraceDocument::displayName() const {
   if (!isRankTimeline()) return QFileInfo(path_).fileName();
   const auto& ranks = loaded_->ranks;
   return QStringLiteral("ranks %1-%2 (%3 traces)").arg(ranks.front().rank).arg(ranks.back().rank).arg(ranks.size());
+}
+
+QString TraceDocument::cutShortText() const {
+  if (!cutShort()) return {};
+  const double quiet = loaded_->quiet_seconds;
+  const QString age = quiet < 120 ? tr("%1 s").arg(qint64(quiet)) : quiet < 7200 ? tr("%1 min").arg(qint64(quiet / 60))
+                                                                                   : tr("%1 h").arg(qint64(quiet / 3600));
+  return tr("CUT SHORT: the file ends before the trace does (unchanged for %1); shown up to its last complete event "
+            "(%2 events): rows and events recorded after the cut are missing. Tick 'follow' if it is still being written.")
+      .arg(age)
+      .arg(model().event_count());
 }
 
 QStringList TraceDocument::paths() const { return loaded_->paths.isEmpty() ? QStringList{path_} : loaded_->paths; }
@@ -186,6 +204,7 @@ long long TraceDocument::pollOnce() {
   }
   if (follower->finished()) setFollowing(false);
   if (added > 0) {
+    loaded_->cut_short = false;  // it grew: it was being written after all
     loaded_->index.update(follower->model());
     loaded_->search.reset();
     emit grew(added);

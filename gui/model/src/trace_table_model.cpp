@@ -18,8 +18,16 @@ QVariant TraceTableModel::display(uint32_t r, int column) const {
       return QString::number(double(e.time_us - t0) / 1000.0, 'f', 3);
     }
     case Action: return QString::fromUtf8(analysis::action_name(e.action).data(), int(analysis::action_name(e.action).size()));
-    case Address: return formatAddress(e.addr);
-    case Size: return formatBytes(e.size);
+    case Address: return e.action == analysis::Action::oom ? QStringLiteral("-") : formatAddress(e.addr);
+    case Size:
+      if (e.action == analysis::Action::oom) {
+        // An OOM entry's size is what was asked; its address field is unused.
+        QString text = tr("asked %1").arg(formatBytes(e.size));
+        for (const auto& [index, free] : snap().oom_device_free)
+          if (index == r) text += tr(", %1 free on the device").arg(formatBytes(free));
+        return text;
+      }
+      return formatBytes(e.size);
     case Stream: return formatAddress(snap().stream_value(e.stream));
     case Device: return e.device;
     case Frame: return frameText(e.stack);

@@ -26,15 +26,25 @@ AllocatorStatePage::AllocatorStatePage(QWidget* parent) : QWidget(parent) {
   layout->addLayout(controls);
   layout->addWidget(entry_label_);
   view_ = new AllocatorStateView;
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(view_);
-  scroll->setWidgetResizable(true);
-  layout->addWidget(scroll, 1);
+  scroll_ = new QScrollArea;
+  scroll_->setWidget(view_);
+  scroll_->setWidgetResizable(true);
+  layout->addWidget(scroll_, 1);
   connect(slider_, &QSlider::valueChanged, this, [this](int v) { showEntry(v); });
   connect(spin_, qOverload<int>(&QSpinBox::valueChanged), this, [this](int v) { showEntry(v); });
 }
 
 AllocatorStatePage::~AllocatorStatePage() = default;
+
+int64_t AllocatorStatePage::entry() const { return view_->state().entry; }
+
+void AllocatorStatePage::showSelection(uint64_t address, uint32_t entry) {
+  if (!replay_) return;
+  if (entry != UINT32_MAX && entry >= replay_->first_entry() && entry < replay_->end_entry()) showEntry(entry);
+  view_->setSelectedAddress(address);
+  const QRect r = view_->selectedRect();
+  if (!r.isEmpty()) scroll_->ensureVisible(r.center().x(), r.center().y(), 50, 60);
+}
 
 void AllocatorStatePage::setSnapshot(std::shared_ptr<const LoadedSnapshot> loaded) {
   loaded_ = std::move(loaded);

@@ -86,7 +86,7 @@ void AllocatorStateView::paintEvent(QPaintEvent* event) {
                formatAddress(seg.address) + " " + formatBytes(seg.size));
     for (const auto& b : seg.blocks) {
       const QRectF r = blockRect(s, b);
-      const QRgb c = b.state == analysis::BlockState::active_allocated ? kAllocated
+      const QRgb c = b.state == analysis::BlockState::active_allocated ? blockColour(b)
                      : b.state == analysis::BlockState::active_pending_free ? kPending
                                                                              : kInactive;
       p.fillRect(r, QColor::fromRgba(c));
@@ -102,6 +102,45 @@ void AllocatorStateView::paintEvent(QPaintEvent* event) {
       }
     }
   }
+  if (const QRect sel = selectedRect(); !sel.isEmpty()) {
+    p.setPen(QPen(Qt::white, 2));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(sel.adjusted(-2, -2, 2, 2));
+  }
+}
+
+QRgb AllocatorStateView::blockColour(const analysis::StateBlock& b) const {
+  if (loaded_ && b.alloc_entry < loaded_->interval_of_entry.size() && loaded_->interval_of_entry[b.alloc_entry] != UINT32_MAX)
+    return analysis::StackedTimeline::colour(loaded_->interval_of_entry[b.alloc_entry]);
+  if (loaded_ && b.alloc_entry == UINT32_MAX) {  // allocated before the trace: the timeline's interval for it
+    const uint32_t iv = loaded_->intervalAt(b.address);
+    if (iv != UINT32_MAX) return analysis::StackedTimeline::colour(iv);
+  }
+  return kAllocated;
+}
+
+void AllocatorStateView::setSelectedAddress(uint64_t address) {
+  selected_address_ = address;
+  update();
+}
+
+QRect AllocatorStateView::selectedRect() const {
+  if (selected_address_ == 0) return {};
+  for (int s = 0; s < int(state_.segments.size()); ++s) {
+    const auto& seg = state_.segments[size_t(s)];
+    if (selected_address_ < seg.address || selected_address_ >= seg.address + seg.size) continue;
+    for (const auto& b : seg.blocks)
+      if (selected_address_ >= b.address && selected_address_ < b.address + std::max<uint64_t>(b.size, 1))
+        return blockRect(s, b).toAlignedRect();
+  }
+  return {};
+}
+
+void AllocatorStateView::mouseReleaseEvent(QMouseEvent* e) {
+  const Hit h = hitAt(e->position().toPoint());
+  if (h.segment < 0 || h.block < 0 || e->button() != Qt::LeftButton) return;
+  const auto& b = state_.segments[size_t(h.segment)].blocks[size_t(h.block)];
+  emit blockClicked(b.address, b.size, b.stack, b.alloc_entry);
 }
 
 AllocatorStateView::Hit AllocatorStateView::hitAt(QPoint pt) const {
@@ -125,7 +164,7 @@ QString AllocatorStateView::describe(QPoint pt) const {
   text += QStringLiteral("\nblock %1, %2, %3").arg(formatAddress(b.address), formatBytes(b.size),
                                                  QString::fromUtf8(state.data(), int(state.size())));
   if (b.alloc_entry != UINT32_MAX) text += QStringLiteral("\nallocated by trace entry %1").arg(b.alloc_entry);
-  const QString stack = loaded_->stackText(b.stack, 16);
+  const QString stack = loaded_->stackText(b.stack, 8);
   if (!stack.isEmpty()) text += "\n  " + QString(stack).replace('\n', "\n  ");
   return text;
 }

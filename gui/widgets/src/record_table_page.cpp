@@ -79,13 +79,18 @@ RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), 
   auto* split = new QSplitter(Qt::Vertical);
   table_ = new QTableView;
   table_->setModel(model_);
+  // File order until a header is clicked (QHeaderView's default indicator would sort the
+  // first column descending as soon as sorting is enabled).
+  table_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
   table_->setSortingEnabled(true);
+  table_->setWordWrap(false);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->setDefaultSectionSize(20);
   table_->horizontalHeader()->setStretchLastSection(true);
-  auto* stack_view = new QListView;
+  auto* stack_view = stack_view_ = new QListView;
   stack_view->setModel(stack_);
+  stack_view->setWordWrap(false);
   stack_view->setItemDelegate(new UserFrameDelegate(stack_view));
   auto* stack_panel = new QWidget;
   auto* stack_layout = new QVBoxLayout(stack_panel);
@@ -130,6 +135,11 @@ RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), 
     if (!current.isValid() || !loaded_) stack_->clear();
     else stack_->setStack(loaded_, model_->stackOf(model_->recordAt(current.row())));
     updateStackLabel();
+    if (const int user = stack_->userRow(); user >= 0) {  // the frame the Frame column shows, in view
+      stack_view_->setCurrentIndex(stack_->index(user));
+      stack_view_->scrollTo(stack_->index(user), QAbstractItemView::PositionAtCenter);
+    }
+    if (current.isValid() && !quiet_) emit recordActivated(model_->recordAt(current.row()));
   });
 }
 
@@ -200,6 +210,24 @@ void RecordTablePage::applyFilter() {
 void RecordTablePage::selectRow(int row) {
   table_->selectRow(row);
   table_->scrollTo(model_->index(row, 0));
+}
+
+bool RecordTablePage::selectRecord(uint32_t record) {
+  int row = model_->rowOfRecord(record);
+  if (row < 0) return false;
+  quiet_ = true;
+  selectRow(row);
+  quiet_ = false;
+  return true;
+}
+
+bool RecordTablePage::selectAddress(uint64_t address) {
+  const int row = model_->findAddress(address, -1);
+  if (row < 0) return false;
+  quiet_ = true;
+  selectRow(row);
+  quiet_ = false;
+  return true;
 }
 
 bool RecordTablePage::findAddress(uint64_t address) {

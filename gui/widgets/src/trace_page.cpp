@@ -43,6 +43,10 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   follow_ = new QCheckBox(tr("follow (file still being written)"));
   follow_->setEnabled(doc_->canFollow());
   follow_->setChecked(doc_->following());
+  if (doc_->cutShort()) {
+    status_->setStyleSheet("color: #e64646; font-weight: bold");
+    follow_->setToolTip(tr("The file ends before the trace does and has not changed lately: it is not followed. Tick to follow it anyway."));
+  }
   bar->addWidget(search_, 2);
   bar->addWidget(regex_);
   bar->addWidget(prev);
@@ -63,6 +67,7 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   details_view_->horizontalHeader()->setStretchLastSection(true);
   details_view_->verticalHeader()->hide();
   details_view_->verticalHeader()->setDefaultSectionSize(20);
+  details_view_->setWordWrap(false);
   summary_ = new RangeSummaryModel(this);
   auto* sorted = new QSortFilterProxyModel(this);
   sorted->setSourceModel(summary_);
@@ -73,6 +78,8 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   summary_view->sortByColumn(-1, Qt::AscendingOrder);
   summary_view->verticalHeader()->hide();
   summary_view->verticalHeader()->setDefaultSectionSize(20);
+  summary_view->setWordWrap(false);  // one line per row; long names elide in the middle, full on hover
+  summary_view->setTextElideMode(Qt::ElideMiddle);
   summary_view->horizontalHeader()->setSectionResizeMode(RangeSummaryModel::Name, QHeaderView::Stretch);
   panels_->addTab(details_view_, tr("Details"));
   panels_->addTab(summary_view, tr("Range summary (Shift+drag)"));
@@ -108,7 +115,10 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
     if (QGuiApplication::keyboardModifiers() & Qt::ShiftModifier) findPrevious();
     else findNext();
   });
-  connect(search_, &QLineEdit::textChanged, this, [this] { matches_->clear(); });
+  connect(search_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    matches_->clear();
+    if (text.isEmpty()) view_->setHighlightedNames({});
+  });
   connect(next, &QPushButton::clicked, this, &TracePage::findNext);
   connect(prev, &QPushButton::clicked, this, &TracePage::findPrevious);
   auto* find = new QShortcut(QKeySequence::Find, this);
@@ -149,7 +159,8 @@ void TracePage::summarize(qint64 t0, qint64 t1) {
 
 void TracePage::updateStatus() {
   const auto& m = doc_->model();
-  QString text = tr("%1 trace, %2 events over %3")
+  QString text = doc_->cutShort() ? doc_->cutShortText() + "; " : QString();
+  text += tr("%1 trace, %2 events over %3")
                      .arg(QString::fromLatin1(analysis::to_string(m.format)))
                      .arg(m.event_count())
                      .arg(formatDuration(doc_->index().end_ns() - doc_->index().begin_ns()));
@@ -202,8 +213,10 @@ bool TracePage::step(bool forward) {
     hit = forward ? doc_->search().next(found_, INT64_MIN, 0) : doc_->search().previous(found_, INT64_MAX, UINT32_MAX);
   }
   matches_->setText(found_.count == 0 ? tr("no match") : tr("%1 matches in %2 names").arg(found_.count).arg(found_.names.size()));
+  view_->setHighlightedNames(found_.names);  // every match outlined, the current one selected and zoomed to
   if (!hit) return false;
   view_->selectEvent(*hit, true);
+  view_->focusSelection();
   return true;
 }
 

@@ -1,6 +1,9 @@
 #include <cudascope/gui/trace_timeline_view.h>
 
+#include "axis_ticks.h"
 #include "time_window.h"
+
+#include <cudascope/analysis/cpp_names.h>
 
 #include <cudascope/gui/event_details_model.h>
 
@@ -13,6 +16,7 @@
 #include <QWheelEvent>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace cudascope::gui {
@@ -25,13 +29,6 @@ const QColor kGrid(0x3a, 0x3a, 0x44), kMerged(0x6a, 0x6a, 0x78), kSelection(0xff
 
 QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
-// A "nice" ruler step (1, 2 or 5 times a power of ten) near `target` nanoseconds.
-qint64 nice_step(double target) {
-  const double p = std::pow(10.0, std::floor(std::log10(std::max(target, 1.0))));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * p >= target) return std::max<qint64>(1, qint64(m * p));
-  return qint64(10 * p);
-}
 
 }  // namespace
 
@@ -49,6 +46,8 @@ void TraceTimelineView::setDocument(TraceDocument* document) {
   selected_ = kNone;
   has_range_ = false;
   colour_cache_.clear();
+  short_names_.clear();
+  highlighted_.clear();
   layoutRows();
   if (doc_) {
     connect(doc_, &TraceDocument::grew, this, [this] {
@@ -107,9 +106,41 @@ int TraceTimelineView::rowHeight(quint32 row) const {
   switch (r.kind) {
     case analysis::TimelineRow::Kind::process: return kHeader;
     case analysis::TimelineRow::Kind::counter: return kCounter;
-    case analysis::TimelineRow::Kind::slices: return r.lanes * kLane + 6;
+    case analysis::TimelineRow::Kind::slices: return std::min<int>(r.lanes, kMaxLanes) * kLane + 6;
   }
   return 0;
+}
+
+int TraceTimelineView::shownLanes(quint32 row) const {
+  if (!doc_ || row >= doc_->index().rows().size()) return 0;
+  return std::min<int>(doc_->index().rows()[row].lanes, kMaxLanes);
+}
+
+int TraceTimelineView::foldedLanes(quint32 row) const {
+  if (!doc_ || row >= doc_->index().rows().size()) return 0;
+  const int lanes = doc_->index().rows()[row].lanes;
+  return lanes > kMaxLanes ? lanes - (kMaxLanes - 1) : 0;
+}
+
+QString TraceTimelineView::shortName(std::uint32_t name) const {
+  if (short_names_.size() <= name) short_names_.resize(std::max<std::size_t>(name + 1, doc_->model().strings().size()));
+  QString& s = short_names_[name];
+  if (s.isNull()) s = QString::fromStdString(analysis::shorten_cpp_name(doc_->model().string(name)));
+  return s;
+}
+
+void TraceTimelineView::setHighlightedNames(std::vector<std::uint32_t> names) {
+  std::sort(names.begin(), names.end());
+  highlighted_ = std::move(names);
+  update();
+}
+
+bool TraceTimelineView::focusSelection() {
+  if (!doc_ || selected_ == kNone) return false;
+  const auto& e = doc_->model().event(selected_);
+  const qint64 dur = std::max<qint64>(e.dur_ns, 0), pad = std::max<qint64>(dur / 2, 500);
+  setRange(e.ts_ns - pad, e.ts_ns + dur + pad);
+  return true;
 }
 
 int TraceTimelineView::groupHeaderAbove(quint32 row) const { return row < group_above_.size() ? group_above_[row] : -1; }
@@ -273,8 +304,9 @@ void TraceTimelineView::paintAll(QPainter& p, QSize size) {
     p.setFont(f);
     p.setPen(header ? kText : (row.kind == analysis::TimelineRow::Kind::counter ? kDim : kText));
     const QRect text_rect(header ? 6 : 18, top, kLabelWidth - (header ? 12 : 24), header ? h : std::min(h, kLane + 4));
-    p.drawText(text_rect, Qt::AlignLeft | Qt::AlignVCenter,
-               p.fontMetrics().elidedText(QString::fromStdString(row.label), Qt::ElideMiddle, text_rect.width()));
+    QString label = QString::fromStdString(row.label);
+    if (const int folded = foldedLanes(r)) label += tr(" (+%1 lanes folded)").arg(folded);
+    p.drawText(text_rect, Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(label, Qt::ElideMiddle, text_rect.width()));
     p.setPen(kGrid);
     p.drawLine(0, top + h - 1, size.width(), top + h - 1);
   }
@@ -306,19 +338,29 @@ void TraceTimelineView::paintAll(QPainter& p, QSize size) {
   paintRuler(p, plot);
 }
 
-void TraceTimelineView::paintRuler(QPainter& p, const QRect& plot) {
-  p.fillRect(QRect(0, 0, width(), kRulerHeight), kHeaderBg);
+std::vector<std::pair<double, QString>> TraceTimelineView::rulerLabels() const {
+  std::vector<std::pair<double, QString>> out;
+  if (!doc_) return out;
+  const QRect plot = plotRect();
   const double ns_per_px = double(t1_ - t0_) / plot.width();
-  const qint64 step = nice_step(ns_per_px * 110);
+  // A 1-2-5 step, possibly below a nanosecond's multiple; labels precise enough to differ.
+  const qint64 step = std::max<qint64>(1, qint64(detail::nice_step(ns_per_px * 110)));
   const qint64 origin = doc_->index().begin_ns();
   const qint64 first = origin + ((t0_ - origin) / step) * step - step;
-  const QFontMetrics fm = p.fontMetrics();
   for (qint64 t = first; t <= t1_; t += step) {
     const double x = xOf(t, plot);
     if (x < plot.left() - 1) continue;
+    out.emplace_back(x, detail::tick_label_ns(double(t - origin), double(step)));
+  }
+  return out;
+}
+
+void TraceTimelineView::paintRuler(QPainter& p, const QRect& plot) {
+  p.fillRect(QRect(0, 0, width(), kRulerHeight), kHeaderBg);
+  const QFontMetrics fm = p.fontMetrics();
+  for (const auto& [x, label] : rulerLabels()) {
     p.setPen(kGrid);
     p.drawLine(QPointF(x, kRulerHeight - 8), QPointF(x, kRulerHeight));
-    const QString label = formatDuration(t - origin);
     const int w = fm.horizontalAdvance(label);
     QRectF r(x + 3, 2, w + 2, kRulerHeight - 8);
     if (r.right() > width() - 2) r.moveRight(width() - 2);
@@ -337,8 +379,19 @@ void TraceTimelineView::paintSlices(QPainter& p, const QRect& plot, quint32 row,
   // Only the lanes on screen: a stream whose GPU annotations overlap can have thousands.
   const int first_lane = std::max(0, (plot.top() - top - 3) / kLane);
   const int last_lane = std::max(0, (plot.bottom() - top - 3) / kLane + 1);
+  const int folded = foldedLanes(row);
+  // Lanes past the cap are all drawn in the last one, as merged runs.
+  const int cap = folded ? kMaxLanes - 1 : INT_MAX;
   doc_->index().items(row, t0_, t1_, ns_per_px, scratch_, 1.0, quint16(std::min(first_lane, 65535)),
-                      quint16(std::min(last_lane, 65535)));
+                      quint16(std::min({last_lane, cap, 65535})));
+  if (folded && last_lane >= kMaxLanes - 1) {
+    const std::size_t before = scratch_.size();
+    doc_->index().items(row, t0_, t1_, ns_per_px, scratch_, 3.0, quint16(kMaxLanes - 1), UINT16_MAX);
+    for (std::size_t i = before; i < scratch_.size(); ++i) {
+      scratch_[i].depth = quint16(kMaxLanes - 1);
+      if (scratch_[i].count < 2) scratch_[i].count = 2;  // drawn as folded
+    }
+  }
   if (colour_cache_.size() < m.strings().size()) colour_cache_.resize(m.strings().size(), 0);
   const QFontMetrics fm = p.fontMetrics();
   for (const auto& item : scratch_) {
@@ -358,8 +411,12 @@ void TraceTimelineView::paintSlices(QPainter& p, const QRect& plot, quint32 row,
       if (r.width() > 36) {
         p.setPen(QColor(20, 20, 24));
         const QRectF text = r.adjusted(3, 0, -2, 0);
-        p.drawText(text, Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(view(m.name(e)), Qt::ElideRight, int(text.width())));
+        p.drawText(text, Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(shortName(e.name), Qt::ElideRight, int(text.width())));
       }
+    }
+    if (!highlighted_.empty() && std::binary_search(highlighted_.begin(), highlighted_.end(), e.name)) {
+      p.setPen(QPen(QColor(255, 230, 0), 2));  // a search match
+      p.drawRect(r.adjusted(0, 0, 0, 0));
     }
     if (item.count == 1 && item.event == selected_) {
       p.setPen(QPen(kSelection, 2));
@@ -453,15 +510,39 @@ const TraceTimelineView::PaintedItem* TraceTimelineView::itemAt(QPoint point) co
 QString TraceTimelineView::describe(QPoint point) const {
   if (!doc_) return {};
   const PaintedItem* hit = itemAt(point);
-  if (!hit) return {};
   const auto& m = doc_->model();
+  if (!hit) {
+    // A counter row: its value at the pointer.
+    const QRect plot = plotRect();
+    const auto& rows = doc_->index().rows();
+    for (quint32 r = 0; r < rows.size(); ++r) {
+      if (rows[r].kind != analysis::TimelineRow::Kind::counter) continue;
+      const int top = rowTop(r);
+      if (point.y() < top || point.y() >= top + rowHeight(r) || point.x() < plot.left()) continue;
+      std::vector<double> cols;
+      doc_->index().counter_columns(m, r, t0_, t1_, plot.width(), cols);
+      const int x = point.x() - plot.left();
+      if (x < 0 || x >= int(cols.size()) || std::isnan(cols[std::size_t(x)])) return {};
+      const double v = cols[std::size_t(x)];
+      const std::string& label = rows[r].label;
+      const bool bytes = label.find("Memory") != std::string::npos || label.find("allocated") != std::string::npos ||
+                         label.find("reserved") != std::string::npos || label.find("bytes") != std::string::npos;
+      return tr("%1\n%2 at %3")
+          .arg(QString::fromStdString(label))
+          .arg(bytes ? QString::number(v / 1048576.0, 'f', 2) + " MiB" : QString::number(v, 'g', 8))
+          .arg(formatDuration(timeAt(point.x(), plot) - doc_->index().begin_ns()));
+    }
+    return {};
+  }
   const auto& item = hit->item;
   if (item.merged())
     return tr("%1 events merged here (%2 to %3)\nclick or zoom in to see them one by one")
         .arg(item.count)
         .arg(formatDuration(item.start_ns - doc_->index().begin_ns()), formatDuration(item.end_ns - doc_->index().begin_ns()));
   const auto& e = m.event(item.event);
-  QString text = view(m.name(e)) + "\n" + view(m.cat(e));
+  const QString full = view(m.name(e)), brief = shortName(e.name);
+  QString text = brief == full ? full : brief + "\n" + full;
+  text += "\n" + view(m.cat(e));
   if (e.dur_ns >= 0) text += "  " + formatDuration(e.dur_ns);
   text += tr("\nat %1").arg(formatDuration(e.ts_ns - doc_->index().begin_ns()));
   return text;
@@ -542,6 +623,7 @@ void TraceTimelineView::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_A: pan(-0.15); break;
     case Qt::Key_D: pan(0.15); break;
     case Qt::Key_Home: resetZoom(); break;
+    case Qt::Key_F: focusSelection(); break;
     case Qt::Key_Escape:
       clearSelectedRange();
       selectEvent(kNone);

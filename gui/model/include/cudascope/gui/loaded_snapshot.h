@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cudascope::gui {
 
@@ -22,16 +23,40 @@ struct LoadedSnapshot {
   std::shared_ptr<const analysis::StackedTimeline> segments;
   // Which frames are hidden (allocator, unwinder) and which is the user frame, per frame.
   std::shared_ptr<const analysis::FrameIndex> frames;
+  // Per trace entry: the interval of `allocations` it begins or ends (UINT32_MAX: none).
+  std::vector<uint32_t> interval_of_entry;
 
   // "name (filename:line)" of the stack's user frame (what Frame columns show); empty when
   // the stack has no visible frame.
   QString userFrameText(analysis::StackId stack) const;
-  // The visible frames, one per line, innermost first, at most `max_frames` of them, then a
-  // line counting the rest and one counting the hidden frames; empty for an empty stack.
-  QString stackText(analysis::StackId stack, int max_frames = 1 << 20) const;
+  // One frame as the viewer shows it: the C++ name shortened (analysis/cpp_names.h) unless
+  // `full`, then " (filename:line)" (left out for C++ frames without a source location).
+  QString frameLabel(analysis::FrameId frame, bool full = false) const;
+  // True for a shown frame of C++ library code (the dispatcher, ATen, c10): folded in runs.
+  bool dispatcherFrame(analysis::FrameId frame) const;
+  // The visible frames, one per line, innermost first, names shortened, runs of two or
+  // more C++ library frames folded into one line ("... 5 C++ frames: a ... b"), at most
+  // `max_lines` lines (user frames are kept before library ones when cutting), then a line
+  // counting the hidden frames; empty for an empty stack.
+  QString stackText(analysis::StackId stack, int max_lines = 1 << 20) const;
+  // Every frame of the stack, hidden ones included, full names: what "Copy" puts on the
+  // clipboard.
+  QString fullStackText(analysis::StackId stack) const;
+  // The interval of `allocations` live at `address` at the end of the trace, or allocated
+  // there by trace entry `entry` (UINT32_MAX: any); UINT32_MAX when none.
+  uint32_t intervalAt(uint64_t address, uint32_t entry = UINT32_MAX) const;
 };
 
 // Builds the indexes for `device` (the first device with a trace when negative).
 std::shared_ptr<const LoadedSnapshot> index_snapshot(analysis::Snapshot&& snapshot, int device = -1);
+
+// The two timelines over event order instead of real time: each trace entry is one step of
+// the x axis (memory_viz's default), so idle time takes no width. Intervals keep their
+// order and ids, so an interval id means the same allocation on both axes.
+struct EventOrderTimelines {
+  std::shared_ptr<const analysis::StackedTimeline> allocations;
+  std::shared_ptr<const analysis::StackedTimeline> segments;
+};
+EventOrderTimelines build_event_order_timelines(const LoadedSnapshot& loaded);
 
 }  // namespace cudascope::gui

@@ -43,7 +43,9 @@ class RecordTableModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  // A column < 0 restores file order (what a table opens in).
   void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+  int sortColumn() const { return sort_column_; }
 
   // The record (index into the snapshot's vector) shown at `row`, and the reverse.
   uint32_t recordAt(int row) const { return rows_[static_cast<size_t>(row)]; }

@@ -31,11 +31,19 @@ struct LoadedTrace {
   std::vector<RankGroup> ranks;                  // of `merged`, by rank
   std::vector<int> process_rank;                 // per process of `merged`: index into ranks (-1 none)
   QStringList paths;                             // the files merged (empty: the one path)
+  // The file ends before the trace does and has not changed for a while (a killed run, a
+  // copy stopped half way): shown up to its last complete event, not followed unless asked.
+  bool cut_short = false;
+  double quiet_seconds = 0;  // how long the file had not changed when it was read
   analysis::TimelineIndex index;
   std::unique_ptr<analysis::TimelineSearch> search;
   double load_seconds = 0, index_seconds = 0;
   const analysis::TraceModel& trace() const { return follower ? follower->model() : *merged; }
 };
+
+// A trace file that ends before its trace does is taken as still being written when it
+// changed within the last `kGrowingSeconds`, and as cut short otherwise.
+inline constexpr double kGrowingSeconds = 10.0;
 
 // Reads `path` and builds its indexes (any thread). The file (plain or gzip) is read
 // through a TraceFollower, so a trace still being written can be followed afterwards. `progress` gets the fraction read and returns false to cancel. Empty error on success.
@@ -79,6 +87,11 @@ class TraceDocument : public QObject {
   // Built on first use after loading or growing (a search over a grown trace sees it all).
   const analysis::TimelineSearch& search();
 
+  // The file ends before the trace does and was not growing when read (LoadedTrace::cut_short);
+  // false again once following it finds more.
+  bool cutShort() const { return loaded_->cut_short; }
+  // What the status bar says of a cut-short trace (empty otherwise).
+  QString cutShortText() const;
   bool canFollow() const { return loaded_->follower != nullptr; }
   bool following() const;
   // Starts or stops polling (every `interval_ms`); a no-op for a document without a follower.

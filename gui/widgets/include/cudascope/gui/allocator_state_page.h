@@ -9,6 +9,7 @@
 #include <memory>
 
 class QLabel;
+class QScrollArea;
 class QSlider;
 class QSpinBox;
 
@@ -29,6 +30,10 @@ class AllocatorStatePage : public QWidget {
   // Shows the state after absolute trace entry `entry`.
   void showEntry(int64_t entry);
   AllocatorStateView* view() const { return view_; }
+  // Shows the state after the selection's allocation (the current entry when it has none)
+  // with its block outlined and scrolled into view.
+  void showSelection(uint64_t address, uint32_t entry);
+  int64_t entry() const;
 
  private:
   std::shared_ptr<const LoadedSnapshot> loaded_;
@@ -37,6 +42,7 @@ class AllocatorStatePage : public QWidget {
   QSpinBox* spin_;
   QLabel* entry_label_;
   AllocatorStateView* view_;
+  QScrollArea* scroll_;
 };
 
 }  // namespace cudascope::gui

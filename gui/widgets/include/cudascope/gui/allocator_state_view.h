@@ -1,6 +1,8 @@
 #pragma once
-// Segments as bars (length proportional to size), blocks coloured by state: allocated,
-// pending free, inactive (cached, free). The final state also shows internal
+// Segments as bars (length proportional to size), blocks coloured by state: allocated
+// blocks each in their allocation's colour (the one the Active memory timeline draws it
+// in), pending free, inactive (cached, free). The selected block (setSelectedAddress) is
+// outlined; a click on a block emits blockClicked. The final state also shows internal
 // fragmentation (the unrequested tail of each allocated block, hatched); the header line
 // gives reserved/allocated/active, external fragmentation and the largest free block.
 
@@ -24,10 +26,19 @@ class AllocatorStateView : public QWidget {
   const analysis::AllocatorState& state() const { return state_; }
   QSize sizeHint() const override;
   QString describe(QPoint point) const;
+  // Outlines the block holding `address` (0: none); its rectangle, empty when not shown.
+  void setSelectedAddress(uint64_t address);
+  QRect selectedRect() const;
+  // The colour an allocated block is drawn in.
+  QRgb blockColour(const analysis::StateBlock& block) const;
+
+ signals:
+  void blockClicked(quint64 address, quint64 size, quint32 stack, quint32 alloc_entry);
 
  protected:
   void paintEvent(QPaintEvent*) override;
   void mouseMoveEvent(QMouseEvent*) override;
+  void mouseReleaseEvent(QMouseEvent*) override;
 
  private:
   struct Hit {
@@ -41,6 +52,7 @@ class AllocatorStateView : public QWidget {
   analysis::AllocatorState state_;
   bool final_ = false;
   uint64_t max_segment_ = 1;
+  uint64_t selected_address_ = 0;
 };
 
 }  // namespace cudascope::gui

@@ -1,7 +1,9 @@
 #pragma once
 // A table of segments, blocks or trace entries with its filter bar (size range, stream,
 // action or state, frame text applied as you type), searches by address and by frame text,
-// and the stack of the selected row (allocator and unwinder frames hidden unless asked).
+// and the stack of the selected row (allocator and unwinder frames hidden unless asked,
+// the user frame selected and scrolled into view). Rows open in file order; a header click
+// sorts. A row the user picks is announced (recordActivated) so the other views follow.
 
 #include <cudascope/gui/loaded_snapshot.h>
 
@@ -12,6 +14,7 @@ class QLineEdit;
 class QTimer;
 class QTableView;
 class QLabel;
+class QListView;
 
 namespace cudascope::gui {
 
@@ -32,6 +35,14 @@ class RecordTablePage : public QWidget {
   // Selects the next row covering `address` / whose stack mentions `text`; false if none.
   bool findAddress(uint64_t address);
   bool findFrame(const QString& text);
+  // Selects the row of `record` (clearing the frame filter if it hides it) without
+  // announcing it; false when the filters hide it.
+  bool selectRecord(uint32_t record);
+  // Selects the first row covering `address`, without announcing it.
+  bool selectAddress(uint64_t address);
+
+ signals:
+  void recordActivated(quint32 record);
 
  private:
   void applyFilter();
@@ -53,6 +64,8 @@ class RecordTablePage : public QWidget {
   QLabel* status_;
   QLabel* stack_label_;
   QTimer* filter_timer_;
+  QListView* stack_view_;
+  bool quiet_ = false;  // selecting on another view's behalf
 };
 
 // Parses "1048576", "512KiB", "1.5 MB", "2g" into bytes; nullopt-like false on bad text.

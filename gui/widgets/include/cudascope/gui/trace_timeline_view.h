@@ -7,7 +7,13 @@
 //
 // Mouse: wheel zooms at the pointer, drag pans, Shift+drag selects a time range, click
 // selects an event (a merged run: zooms into it), Shift+wheel or the scroll bar scrolls rows.
-// Keys as in Perfetto: W/S zoom in/out, A/D pan, plus Home (everything), Esc (clear).
+// Keys as in Perfetto: W/S zoom in/out, A/D pan, F zooms to the selected event, plus Home
+// (everything), Esc (clear); Ctrl+wheel zooms as the wheel does. Names are drawn short
+// (analysis/cpp_names.h: "at::native::elementwise_kernel"), the full name on hover and in
+// the details. Search matches (setHighlightedNames) are outlined. A row whose events
+// overlap deeper than kMaxLanes (thousands of GPU annotations on one stream) shows
+// kMaxLanes - 1 lanes and folds the rest into its last lane, with the count in its label.
+// Hovering a counter shows its value there.
 //
 // A rank timeline (several rank traces opened together, rank_timeline.h) gets a group
 // header band above each rank's processes: "rank N (host)" and how its clock was aligned.
@@ -30,6 +36,7 @@ class TraceTimelineView : public QWidget {
  public:
   static constexpr quint32 kNone = UINT32_MAX;
   static constexpr int kLabelWidth = 230, kRulerHeight = 26, kLane = 18, kHeader = 22, kCounter = 42, kGroupHeader = 24;
+  static constexpr int kMaxLanes = 12;
 
   explicit TraceTimelineView(QWidget* parent = nullptr);
   void setDocument(TraceDocument* document);
@@ -48,6 +55,15 @@ class TraceTimelineView : public QWidget {
   // Selects an event, scrolls its row into view and, when `reveal`, centres it in time.
   void selectEvent(quint32 event, bool reveal = false);
   std::optional<std::pair<qint64, qint64>> selectedRange() const;
+  // Zooms to the selected event (F); false without one.
+  bool focusSelection();
+  // Outlines events whose name id is in `names` (sorted), e.g. a search's matches.
+  void setHighlightedNames(std::vector<std::uint32_t> names);
+  // The ruler's ticks as drawn: x and label.
+  std::vector<std::pair<double, QString>> rulerLabels() const;
+  // Lanes shown for a row (capped at kMaxLanes) and lanes folded into its last one.
+  int shownLanes(quint32 row) const;
+  int foldedLanes(quint32 row) const;
   void setSelectedRange(qint64 t0, qint64 t1);
   void clearSelectedRange();
 
@@ -123,6 +139,9 @@ class TraceTimelineView : public QWidget {
   std::vector<PaintedFlow> painted_flows_;
   std::vector<analysis::TimelineItem> scratch_;
   mutable std::vector<QRgb> colour_cache_;  // per name id; 0 = not computed
+  mutable std::vector<QString> short_names_;  // per name id; null = not computed
+  std::vector<std::uint32_t> highlighted_;   // sorted name ids
+  QString shortName(std::uint32_t name) const;
 };
 
 }  // namespace cudascope::gui
