@@ -547,7 +547,9 @@ QString gui_data(const char* name) { return QString(CUDASCOPE_TEST_DATA) + "/../
 // Saves `image` as docs/screenshots/NAME.png when CUDASCOPE_UPDATE_SCREENSHOTS names the folder.
 void keep_screenshot(const QImage& image, const char* name) {
   const QByteArray dir = qgetenv("CUDASCOPE_UPDATE_SCREENSHOTS");
-  if (!dir.isEmpty()) EXPECT_TRUE(image.save(QString::fromUtf8(dir) + "/" + name + ".png"));
+  if (!dir.isEmpty()) {
+    EXPECT_TRUE(image.save(QString::fromUtf8(dir) + "/" + name + ".png"));
+  }
 }
 
 TEST(GuiIssue24WindowTest, ClickingAnAllocationPinsItsReadableStackAndLinksEveryView) {
