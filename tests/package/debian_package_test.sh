@@ -107,6 +107,7 @@ echo "ok: apt-get installed ${packages[*]}"
 [ "$(command -v cudascope)" = /usr/bin/cudascope ] || fail "cudascope is not /usr/bin/cudascope after installing"
 
 check_cli /usr/bin/cudascope "$version" "$data" "$work/cli"
+check_python_module "$(dirname "$(dpkg -L libcudascope0 | grep '/libcudascope_torch_allocator.so$' | head -1)")"
 [ -z "${depends[cudascope-viewer]+x}" ] || check_viewer /usr/bin/cudascope-viewer
 check_consumer "$package_test_dir/consumer" "$work" "$generator" "$targets" "$data"
 

@@ -119,3 +119,15 @@ check_consumer() {
     fail "the consumer failed"
   echo "ok: the consumer linked cudascope::{$targets} and ran"
 }
+
+# check_python_module LIBDIR [PYTHONPATH]: python3 imports cudascope_torch from where the install
+# put its loader (no PYTHONPATH for a system prefix) and finds the allocator library in LIBDIR.
+check_python_module() {
+  local libdir=$1 path=${2:-} out
+  command -v python3 >/dev/null || { echo "note: no python3 here: cudascope_torch's import not checked"; return 0; }
+  out=$(clean ${path:+PYTHONPATH=$path} python3 -c 'import cudascope_torch; print(cudascope_torch.library_path())' 2>&1) ||
+    fail "python3 cannot import cudascope_torch${path:+ from $path}: $out"
+  [ "$(readlink -f "$out")" = "$(readlink -f "$libdir/libcudascope_torch_allocator.so")" ] ||
+    fail "cudascope_torch found its library at '$out', not in $libdir"
+  echo "ok: python3 imports cudascope_torch${path:+ (from $path)}; its library is $out"
+}

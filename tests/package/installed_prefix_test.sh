@@ -15,6 +15,9 @@ echo "ok: installed into $work/prefix ($(wc -l <"$work/install.log") files)"
 
 check_run_paths "$work/prefix" "$build_dir"
 check_cli "$work/prefix/bin/cudascope" "$version" "$data" "$work/cli"
+# A prefix of one's own is not on python3's path (/usr/local's folder is): given that folder.
+check_python_module "$(dirname "$(find "$work/prefix" -name libcudascope_torch_allocator.so | head -1)")" \
+  "$(dirname "$(find "$work/prefix" -path '*-packages/cudascope_torch.py' | head -1)")"
 [ ! -e "$work/prefix/bin/cudascope-viewer" ] || check_viewer "$work/prefix/bin/cudascope-viewer"
 check_consumer "$package_test_dir/consumer" "$work" "$generator" "$targets" "$data" "$work/prefix"
 exit 0
