@@ -2,6 +2,7 @@
 // allocator snapshots or two traces, with gates for CI. Exit codes: 0 no gate failed, 1 a
 // gate failed, 2 a usage or input error (a bad expression, a file that cannot be read, files
 // of two kinds, a metric that does not apply to them).
+#include "checks.h"
 #include "command.h"
 #include "diff_report.h"
 
@@ -9,10 +10,14 @@
 #include <cudascope/analysis/file_kind.h>
 #include <cudascope/analysis/loader.h>
 #include <cudascope/analysis/trace_loader.h>
+#include <cudascope/util/byte_source.h>
+#include <cudascope/util/input_budget.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,12 +77,15 @@ struct DiffSide {
   std::string error;
 };
 
-DiffSide load_side(FileKind kind, const std::string& path, const char* which, DiffProgress& progress) {
+// Reads `input` from its first byte: the stream whose head told its kind (read once, so a
+// pipe works).
+DiffSide load_side(FileKind kind, cudascope::util::PeekedInput& input, const char* which, DiffProgress& progress) {
+  const std::string& path = input.path();
   DiffSide side;
   if (kind == FileKind::snapshot) {
     LoadOptions options;
     options.progress = [&](double f) { progress.report(which, path, f); };
-    auto loaded = load_snapshot(path, options);
+    auto loaded = load_snapshot(input, options);
     if (!loaded) side.error = loaded.error().message();
     else side.snapshot = std::move(loaded).value();
   } else {
@@ -86,7 +94,7 @@ DiffSide load_side(FileKind kind, const std::string& path, const char* which, Di
       progress.report(which, path, f);
       return true;
     };
-    const TraceLoadResult loaded = load_trace(path, options);
+    const TraceLoadResult loaded = load_trace(input, options);
     if (!loaded.ok()) side.error = loaded.error;
     else side.stats = compute_stats(*loaded.model);
   }
@@ -103,8 +111,16 @@ std::vector<DiffGate> parse_gates(const std::vector<std::string>& texts) {
   return gates;
 }
 
-FileKind kind_of(const std::string& path) {
-  auto kind = detect_file_kind(path);
+// Each file is opened once: its head tells its kind, and its loader takes the same stream.
+std::unique_ptr<cudascope::util::PeekedInput> open_side(const std::string& path) {
+  std::string error;
+  auto input = cudascope::util::PeekedInput::open(path, cudascope::util::input_budget(), error);
+  if (!input) throw DiffInputError{LoadError{path, 0, error}.message()};
+  return input;
+}
+
+FileKind kind_of(cudascope::util::PeekedInput& input) {
+  auto kind = detect_file_kind(input);
   if (!kind) throw DiffInputError{kind.error().message()};
   return kind.value();
 }
@@ -138,7 +154,8 @@ int report(const DiffOptions& o, const std::vector<DiffGate>& gates, const Diff&
 
 int run_diff(const DiffOptions& o) {
   const std::vector<DiffGate> gates = parse_gates(o.gates);  // before anything is read
-  const FileKind kind_a = kind_of(o.a), kind_b = kind_of(o.b);
+  const auto input_a = open_side(o.a), input_b = open_side(o.b);
+  const FileKind kind_a = kind_of(*input_a), kind_b = kind_of(*input_b);
   if (kind_a != kind_b)
     throw DiffInputError{o.a + " is " + (kind_a == FileKind::trace ? "a trace" : "an allocator snapshot") + " and " + o.b + " is " +
                          (kind_b == FileKind::trace ? "a trace" : "an allocator snapshot") +
@@ -150,8 +167,8 @@ int run_diff(const DiffOptions& o) {
 
   DiffProgress progress(o.quiet);
   DiffSide side_b;
-  std::thread load_b([&] { side_b = load_side(kind_b, o.b, "B", progress); });
-  DiffSide side_a = load_side(kind_a, o.a, "A", progress);
+  std::thread load_b([&] { side_b = load_side(kind_b, *input_b, "B", progress); });
+  DiffSide side_a = load_side(kind_a, *input_a, "A", progress);
   load_b.join();
   for (const DiffSide* side : {&side_a, &side_b})
     if (!side->error.empty()) throw DiffInputError{side->error};
@@ -208,7 +225,9 @@ CUDASCOPE_COMMAND(diff, 63) {
   sub->add_option("B", options.b, "The file to compare with A, of the same kind")->required();
   sub->add_option("--fail-if", options.gates, "A gate, e.g. 'peak_reserved>+5%' or 'kernel_time>+3%' (repeatable; grammar below)");
   sub->add_flag("--json", options.json, "One JSON object (tables, gates, exit_code) instead of text");
-  sub->add_option("--top", options.top, "Rows per table (0: all)")->default_val(20);
+  sub->add_option("--top", options.top, "Rows per table (0: all)")
+      ->default_val(20)
+      ->check(cudascope::cli::CountUpTo(std::numeric_limits<std::uint32_t>::max()));
   sub->add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
   sub->footer(kDiffFooter);
   sub->callback([] {

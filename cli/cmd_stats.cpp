@@ -28,9 +28,11 @@ struct StatsOptions {
   std::string step_prefix;
 };
 
-int print_stats(const StatsOptions& options, const std::string& path) {
+// `input` is opened once and read once: a pipe works (<(zcat t.json.gz), a named pipe).
+int print_stats(const StatsOptions& options, cudascope::util::PeekedInput& input) {
   using namespace cudascope::analysis;
-  const TraceLoadResult loaded = load_trace(path);
+  const std::string& path = input.path();
+  const TraceLoadResult loaded = load_trace(input);
   if (!loaded.ok()) throw std::runtime_error(loaded.error);
   const TraceModel& model = *loaded.model;
   const TraceStats stats = compute_stats(model);
@@ -54,19 +56,24 @@ int stats_command(const StatsOptions& options) {
   analysis::RankSummaryOptions summary;
   summary.step_prefix = options.step_prefix;
   if (!options.summary_out.empty()) {
-    if (options.paths.size() != 1 || analysis::is_rank_summary_file(options.paths.front())) {
+    const auto input = options.paths.size() == 1 ? cli::open_stats_input(options.paths.front()) : nullptr;
+    if (!input || analysis::is_rank_summary(*input)) {
       throw std::runtime_error("--summary-out takes exactly one trace (given " + std::to_string(options.paths.size()) +
                                " inputs); run it once per rank");
     }
-    cli::write_rank_summary_of(options.paths.front(), options.summary_out, summary);
+    cli::write_rank_summary_of(*input, options.summary_out, summary);
     return 0;
   }
   // One trace: the single-trace tables, as ever. Several inputs, or a summary: the ranks.
-  if (options.paths.size() == 1 && options.step_prefix.empty() && !analysis::is_rank_summary_file(options.paths.front())) {
-    return print_stats(options, options.paths.front());
+  // Each input is opened once: what it is is told from the stream the reader then takes.
+  std::shared_ptr<util::PeekedInput> first;
+  if (options.paths.size() == 1 && options.step_prefix.empty()) {
+    first = cli::open_stats_input(options.paths.front());
+    if (!analysis::is_rank_summary(*first)) return print_stats(options, *first);
   }
   cli::RankStatsOptions ranks;
   ranks.inputs = options.paths;
+  ranks.first_input = std::move(first);
   ranks.format = options.json ? analysis::StatsFormat::json : options.csv ? analysis::StatsFormat::csv : analysis::StatsFormat::table;
   ranks.summary = summary;
   ranks.check = options.check;
@@ -97,5 +104,8 @@ CUDASCOPE_COMMAND(stats, 31) {
                   "Steps are the ranges whose name starts with this (default: ProfilerStep#N, else ranges named like "
                   "'step 3', 'train_step', 'iteration 7'); implies the rank tables");
   sub->footer("Budget: CUDASCOPE_INPUT_BUDGET caps the bytes read (default: a quarter of memory).");
-  sub->callback([] { cudascope::cli::set_exit_code(stats_command(options)); });
+  sub->callback([] {
+    cudascope::cli::refuse_output_over_inputs("--summary-out", options.summary_out, options.paths);
+    cudascope::cli::set_exit_code(stats_command(options));
+  });
 }

@@ -2,6 +2,7 @@
 
 #include <cudascope/analysis/rank_merge.h>
 #include <cudascope/analysis/trace_loader.h>
+#include <cudascope/util/input_budget.h>
 
 #include <cstdio>
 #include <stdexcept>
@@ -10,13 +11,14 @@ namespace cudascope::cli {
 namespace {
 
 // A trace is loaded, summarised and released before the next input is read.
-analysis::RankSummary summary_of_input(const std::string& path, const RankStatsOptions& options, bool& violations) {
-  if (analysis::is_rank_summary_file(path)) {
-    analysis::RankSummaryReadResult read = analysis::read_rank_summary(path);
+analysis::RankSummary summary_of_input(util::PeekedInput& input, const RankStatsOptions& options, bool& violations) {
+  const std::string& path = input.path();
+  if (analysis::is_rank_summary(input)) {
+    analysis::RankSummaryReadResult read = analysis::read_rank_summary(input);
     if (!read.ok()) throw std::runtime_error(read.error);
     return std::move(read.summary);
   }
-  const analysis::TraceLoadResult loaded = analysis::load_trace(path);
+  const analysis::TraceLoadResult loaded = analysis::load_trace(input);
   if (!loaded.ok()) throw std::runtime_error(loaded.error);
   for (const std::string& note : loaded.model->notes) std::fprintf(stderr, "%s: %s\n", path.c_str(), note.c_str());
   if (options.check) {
@@ -30,18 +32,33 @@ analysis::RankSummary summary_of_input(const std::string& path, const RankStatsO
 
 }  // namespace
 
+std::unique_ptr<util::PeekedInput> open_stats_input(const std::string& path) {
+  std::string error;
+  auto input = util::PeekedInput::open(path, util::input_budget(), error);
+  if (!input) throw std::runtime_error("cannot open trace '" + path + "': " + error);
+  return input;
+}
+
 int print_rank_stats(const RankStatsOptions& options) {
   std::vector<analysis::RankSummary> summaries;
   bool violations = false;
-  for (const std::string& path : options.inputs) summaries.push_back(summary_of_input(path, options, violations));
+  for (std::size_t i = 0; i < options.inputs.size(); ++i) {
+    if (i == 0 && options.first_input) {
+      summaries.push_back(summary_of_input(*options.first_input, options, violations));
+      continue;
+    }
+    const std::unique_ptr<util::PeekedInput> input = open_stats_input(options.inputs[i]);
+    summaries.push_back(summary_of_input(*input, options, violations));
+  }
   const analysis::RankReport report = analysis::merge_rank_summaries(summaries);
   std::fputs(analysis::format_rank_report(report, options.format).c_str(), stdout);
   return violations ? 1 : 0;
 }
 
-void write_rank_summary_of(const std::string& trace, const std::string& summary_path,
+void write_rank_summary_of(util::PeekedInput& input, const std::string& summary_path,
                            const analysis::RankSummaryOptions& options) {
-  const analysis::TraceLoadResult loaded = analysis::load_trace(trace);
+  const std::string& trace = input.path();
+  const analysis::TraceLoadResult loaded = analysis::load_trace(input);
   if (!loaded.ok()) throw std::runtime_error(loaded.error);
   const analysis::RankSummary summary = analysis::summarize_rank(*loaded.model, trace, options);
   if (const std::string problem = analysis::write_rank_summary(summary, summary_path); !problem.empty()) {

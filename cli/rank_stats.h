@@ -6,13 +6,24 @@
 #include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_stats.h>
 
+#include <cudascope/util/byte_source.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace cudascope::cli {
 
+// Opens a stats input once (a trace or a rank summary, plain or gzip): its head tells which
+// it is and the reader then takes the same stream, so pipes work. Throws std::runtime_error
+// naming the path when it cannot be opened.
+std::unique_ptr<util::PeekedInput> open_stats_input(const std::string& path);
+
 struct RankStatsOptions {
   std::vector<std::string> inputs;
+  // inputs.front() when the caller has opened it already (to tell a summary from a trace);
+  // the others are opened one at a time as they are read.
+  std::shared_ptr<util::PeekedInput> first_input;
   analysis::StatsFormat format = analysis::StatsFormat::table;
   analysis::RankSummaryOptions summary;
   bool check = false;  // also check each trace against the trace format's rules
@@ -23,7 +34,7 @@ struct RankStatsOptions {
 int print_rank_stats(const RankStatsOptions& options);
 
 // Summarises one trace into `summary_path` (a file to gather with the other ranks' later).
-void write_rank_summary_of(const std::string& trace, const std::string& summary_path,
+void write_rank_summary_of(util::PeekedInput& trace, const std::string& summary_path,
                            const analysis::RankSummaryOptions& options);
 
 }  // namespace cudascope::cli

@@ -89,6 +89,35 @@ TEST(BoundedInputTest, ReplayOfACorruptGzipIsAnError) {
   std::remove(path.c_str());
 }
 
+// A replay sequence is read as the other inputs are: 320 MiB of empty lines (from a few
+// hundred KiB of gzip) stop at the 256 MiB budget, quickly, instead of being read to the end.
+TEST(BoundedInputTest, ReplayOfAGzipBombOfEmptyLinesStopsAtTheBudget) {
+  const std::string path = temp_path("newlines.jsonl.gz");
+  write_bomb(path, "{\"conf\":\"\"}\n", '\n', std::uint64_t{320} << 20);
+  const Timed run = run_limited("env -u CUDASCOPE_INPUT_BUDGET", "replay " + path);
+  EXPECT_NE(run.result.exit_code, 0) << run.result.output;
+  EXPECT_NE(run.result.exit_code, 124) << "timed out: " << run.result.output;
+  EXPECT_THAT(run.result.output, HasSubstr("input exceeds the 256 MiB budget"));
+  EXPECT_THAT(run.result.output, HasSubstr(path));
+  EXPECT_LT(run.seconds, 30.0);
+  std::remove(path.c_str());
+}
+
+// 300M None pushes in 300 MB of pickle (a few hundred KiB of gzip): under the input budget
+// at first, but 4.8 GB of stack unbounded. The pickle machine stops at its own limit (half
+// the budget) with a message naming it, not with std::bad_alloc at the address-space limit.
+TEST(BoundedInputTest, SnapshotStatsOfAPickleOfNonesStopsAtTheMachineLimit) {
+  const std::string path = temp_path("nones.pickle.gz");
+  write_bomb(path, std::string("\x80\x04", 2), 'N', std::uint64_t{300} << 20);
+  const Timed run = run_limited("env -u CUDASCOPE_INPUT_BUDGET", "snapshot-stats " + path);
+  EXPECT_NE(run.result.exit_code, 0) << run.result.output;
+  EXPECT_THAT(run.result.output, HasSubstr("the pickle machine's limit"));
+  EXPECT_THAT(run.result.output, HasSubstr("CUDASCOPE_INPUT_BUDGET"));
+  EXPECT_THAT(run.result.output, ::testing::Not(HasSubstr("bad_alloc")));
+  EXPECT_LT(run.seconds, 30.0);
+  std::remove(path.c_str());
+}
+
 TEST(BoundedInputTest, SnapshotStatsOfDevZeroIsAnError) {
   const Timed run = run_limited("", "snapshot-stats /dev/zero");
   EXPECT_NE(run.result.exit_code, 0) << run.result.output;
