@@ -1,5 +1,8 @@
 #include "checks.h"
 
+#include <cudascope/util/byte_format.h>
+#include <cudascope/util/env_value.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,6 +60,8 @@ std::string output_file_problem(const std::string& path) {
   const fs::file_status status = fs::status(file, error);
   if (fs::is_directory(status)) return "cannot write " + path + ": it is a directory";
   if (fs::exists(status)) {
+    // A device, a pipe or a socket: a write error there (/dev/full) would come after the work.
+    if (!fs::is_regular_file(status)) return "cannot write " + path + ": not a regular file";
     // Open without truncating: the check must not change a file it may then leave alone.
     const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return "cannot write " + path + ": " + std::strerror(errno);
@@ -79,12 +84,68 @@ CLI::Validator WritableFile(bool allow_stdout) {
       "FILE (writable)", "WRITABLE_FILE");
 }
 
+void refuse_output_over_inputs(const std::string& flag, const std::string& path, const std::vector<std::string>& inputs) {
+  struct stat output {};
+  if (path.empty() || path == "-" || stat(path.c_str(), &output) != 0) return;
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (input.empty() || stat(input.c_str(), &in) != 0) continue;
+    if (in.st_dev == output.st_dev && in.st_ino == output.st_ino) {
+      throw CLI::ValidationError(flag, "'" + path + "' is the input " + input +
+                                           (input == path ? "" : " (the same file)") +
+                                           ": writing it would destroy what is to be read; choose another file");
+    }
+  }
+}
+
+CLI::Validator CountUpTo(std::uint64_t max) {
+  const std::string range = "0 to " + std::to_string(max);
+  return CLI::Validator(
+      [max, range](std::string& input) -> std::string {
+        const bool digits = !input.empty() && input.size() <= 20 &&
+                            input.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        const unsigned long long value = digits ? std::strtoull(input.c_str(), nullptr, 10) : 0;
+        if (!digits || errno == ERANGE) return "'" + input + "' is not a whole number from " + range;
+        if (value > max) return "'" + input + "' is out of range (expected " + range + ")";
+        return {};
+      },
+      "INT in " + range, "COUNT");
+}
+
+CLI::Validator PositiveByteSize() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        std::uint64_t bytes = 0;
+        if (!util::parse_byte_size(input, bytes)) return "'" + input + "' is not a byte size (e.g. 40GiB, 512MiB)";
+        if (bytes == 0) return "'" + input + "' is zero bytes";
+        return {};
+      },
+      "SIZE (e.g. 40GiB)", "BYTE_SIZE");
+}
+
+CLI::Validator ListenAddress() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        const std::size_t colon = input.rfind(':');
+        const std::string expected = " (expected ADDRESS:PORT, e.g. 127.0.0.1:9401)";
+        if (colon == std::string::npos || colon == 0) return "'" + input + "': no address or no port" + expected;
+        const std::string port = input.substr(colon + 1);
+        if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoul(port) > 65535) {
+          return "'" + input + "': port '" + port + "' is not a number from 0 to 65535" + expected;
+        }
+        return {};
+      },
+      "ADDRESS:PORT", "LISTEN_ADDRESS");
+}
+
 void check_backend_variable() {
-  const char* value = std::getenv("CUDASCOPE_BACKEND");
-  if (value == nullptr || *value == '\0') return;
-  const std::string choice = value;
-  if (choice == "cuda" || choice == "sim" || choice == "auto") return;
-  throw std::runtime_error("CUDASCOPE_BACKEND='" + choice + "' is not a backend; valid: cuda, sim, auto");
+  try {
+    cudascope::util::env_backend();
+  } catch (const cudascope::util::EnvError& e) {
+    throw std::runtime_error(e.what());
+  }
 }
 
 }  // namespace cudascope::cli

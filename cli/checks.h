@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cudascope::cli {
 
@@ -16,8 +18,27 @@ CLI::Validator FiniteRange(double min, double max, const std::string& unit = {})
 // Why `path` cannot be written as an output file, or empty when it can. The directory must
 // exist and accept a new file (tried by creating and removing one, so a read-only mount or
 // a root-only directory is caught too); an existing file must be a regular file open for
-// writing. Nothing is left behind and an existing file is not changed.
+// writing (a link is followed: a link to /dev/full is refused). Nothing is left behind and
+// an existing file is not changed.
 std::string output_file_problem(const std::string& path);
+
+// Throws CLI::ValidationError (a usage error, exit 2) when the output `path` given with
+// `flag` is the same file as one of `inputs` (by device and inode, so through links and
+// other names too): writing it would destroy what is to be read. Call before any work.
+// "-" and outputs that do not exist yet pass.
+void refuse_output_over_inputs(const std::string& flag, const std::string& path, const std::vector<std::string>& inputs);
+
+// A CLI11 validator: a non-negative decimal integer up to `max` ("-1", "", "1e3" and values
+// past `max` or 2^64 are refused, which CLI11's own conversion to size_t lets through).
+CLI::Validator CountUpTo(std::uint64_t max);
+
+// A CLI11 validator: a byte size above zero as util::parse_byte_size reads it (40GiB, 512MiB,
+// 1048576); an empty value is refused rather than read as "not given".
+CLI::Validator PositiveByteSize();
+
+// A CLI11 validator: ADDRESS:PORT with a port from 0 to 65535 written in digits
+// (127.0.0.1:9401, [::1]:9401, localhost:0). Whether it can be listened on is checked later.
+CLI::Validator ListenAddress();
 
 // A CLI11 validator applying output_file_problem; "-" (stdout) passes when `allow_stdout`.
 CLI::Validator WritableFile(bool allow_stdout = false);

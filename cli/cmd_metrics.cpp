@@ -1,4 +1,5 @@
 // `cudascope metrics` (print once) and `cudascope serve` (a /metrics endpoint for Prometheus).
+#include "checks.h"
 #include "command.h"
 
 #include <cudascope/cuda/device.h>
@@ -46,7 +47,8 @@ void add_common_flags(CLI::App* sub, MetricsFlags& flags) {
   sub->add_flag("--allocator", flags.allocator,
                 "Also report this process's caching-allocator statistics (for programs that embed the exporter)");
   sub->add_flag("--no-health", flags.no_health, "Leave out device health (NVML) figures");
-  sub->add_option("--device", flags.devices, "Devices to report (default: all)");
+  sub->add_option("--device", flags.devices, "Devices to report (default: all)")
+      ->check(cudascope::cli::CountUpTo(1023));  // '' is refused, not taken for "all"
   sub->add_option("--job", flags.job, "A job label on every series");
 }
 

@@ -7,9 +7,13 @@
 
 #include <cudascope/cuda.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -31,21 +35,42 @@ std::string to_json(const std::map<std::string, std::int64_t>& stats) {
   return out + "\n}\n";
 }
 
+// A cuda::Error's own words, without the code, call, file and line meant for device errors.
+std::string replay_error_detail(const cudascope::cuda::Error& e) {
+  const std::string text = e.what();
+  const std::string where = std::string(e.file()) + ":" + std::to_string(e.line()) + ": ";
+  const std::size_t at = text.find(where);
+  return at == std::string::npos ? text : text.substr(at + where.size());
+}
+
 int run_replay(const ReplayOptions& options) {
   using namespace cudascope;
   cli::check_backend_variable();
+  cli::refuse_output_over_inputs("--stats-json", options.stats_json, {options.file, options.recorded_addresses});
+  // The list is read before any device is touched: a bad one is a usage error.
+  std::vector<std::uintptr_t> addresses;
+  if (!options.recorded_addresses.empty()) {
+    try {
+      addresses = cuda::memory::read_recorded_addresses(options.recorded_addresses);
+    } catch (const cuda::Error& e) {
+      throw CLI::ValidationError("--recorded-addresses", replay_error_detail(e));
+    }
+  }
   // Replays run wherever they can: a GPU when there is one, else the simulated device.
   if (std::getenv("CUDASCOPE_BACKEND") == nullptr) setenv("CUDASCOPE_BACKEND", "auto", 1);
   const auto stats = options.recorded_addresses.empty()
                          ? cuda::memory::replay_file(options.file)
-                         : cuda::memory::replay_file_with_addresses(options.file, options.recorded_addresses);
+                         : cuda::memory::replay_file_with_addresses(options.file, addresses);
   const std::string json = to_json(stats);
   if (options.stats_json.empty() || options.stats_json == "-") {
     std::fputs(json.c_str(), stdout);
   } else {
     std::ofstream out(options.stats_json);
-    if (!(out << json)) {
-      std::fprintf(stderr, "cudascope replay: cannot write %s\n", options.stats_json.c_str());
+    out << json;
+    out.close();  // a full disk shows at the flush, not at <<
+    if (out.fail()) {
+      std::fprintf(stderr, "cudascope replay: error: cannot write %s: %s\n", options.stats_json.c_str(),
+                   std::strerror(errno));
       return 1;
     }
   }

@@ -82,7 +82,8 @@ LiveMetricsOptions live_metrics;
 void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
   sub->add_option("--metrics", m.bind,
                   "Serve the program's live metrics for Prometheus at http://ADDRESS:PORT/metrics while it runs "
-                  "(e.g. 127.0.0.1:9401; 0.0.0.0:PORT exposes them)");
+                  "(e.g. 127.0.0.1:9401; 0.0.0.0:PORT exposes them)")
+      ->check(cudascope::cli::ListenAddress());
   sub->add_option("--metrics-top", m.top, "Kernel and NVTX range names with series of their own; the rest are 'other'")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();

@@ -2,6 +2,7 @@
 // program recorded with live metrics only (`cudascope run --metrics ADDR:PORT --no-trace`).
 // Asks the program's metrics port (found in its environment, reached over loopback) for
 // GET /trace?duration=S&output=PATH, then waits until the window is written.
+#include "checks.h"
 #include "command.h"
 
 #include <arpa/inet.h>
@@ -169,6 +170,8 @@ CUDASCOPE_COMMAND(trace, 31) {
       "trace", "Record a trace window of a running program (one started with `cudascope run --metrics ADDR:PORT --no-trace`)");
   sub->add_option("--pid", options.pid, "The program's process id")->required()->check(CLI::PositiveNumber);
   sub->add_option("--duration", options.duration, "How long to record: 10s, 500ms, 2m")->capture_default_str();
-  sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)")->capture_default_str();
+  sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)")
+      ->capture_default_str()
+      ->check(cudascope::cli::WritableFile());
   sub->callback([] { cudascope::cli::set_exit_code(record_window(options)); });
 }

@@ -1,6 +1,7 @@
 // `cudascope whatif SNAPSHOT --conf A --conf B ... [--memory-limit 40GiB] [--json]`: replays
 // a snapshot's allocation requests through the caching allocator on the simulated device
 // under each setting (and the snapshot's own, first), and prints the figures side by side.
+#include "checks.h"
 #include "command.h"
 
 #include <cudascope/analysis/figures.h>
@@ -203,7 +204,16 @@ int run_whatif_command(const WhatifOptions& o) {
   options.confs = confs;
   options.memory_limit = limit;
   if (long_trace) options.progress = whatif_progress(confs.size());
-  const auto rows = run_whatif(requests, options);
+  std::vector<WhatIfFigures> rows;
+  try {
+    rows = run_whatif(requests, options);
+  } catch (const cudascope::cuda::OutOfMemoryError&) {
+    throw;  // not a refusal: run_whatif counts these itself
+  } catch (const cudascope::cuda::Error& e) {
+    // A sim device without address space (ulimit -v), a request the allocator cannot round.
+    std::fprintf(stderr, "cudascope whatif: error: %s\n", whatif_error_text(e).c_str());
+    return 1;
+  }
   const std::vector<int> devices = snap.device_ids();
   const bool single_device = devices.size() == 1;
   const Figures recorded = single_device ? compute_figures(snap) : Figures{};
@@ -234,7 +244,8 @@ CUDASCOPE_COMMAND(whatif, 62) {
                   "a setting to try, PYTORCH_CUDA_ALLOC_CONF syntax (e.g. expandable_segments:True, "
                   "max_split_size_mb:128); repeat for more");
   sub->add_option("--memory-limit", options->memory_limit,
-                  "the device memory to fit in (e.g. 40GiB): each setting says whether and where it runs out");
+                  "the device memory to fit in (e.g. 40GiB): each setting says whether and where it runs out")
+      ->check(cudascope::cli::PositiveByteSize());
   sub->add_option("--device", options->device, "the device whose trace to replay (default: the longest trace)")
       ->check(CLI::Range(0, 1023));
   sub->add_flag("--json", options->json, "print one JSON object instead of the table");

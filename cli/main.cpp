@@ -4,6 +4,7 @@
 #include <cudascope/cuda.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -47,6 +48,18 @@ std::string first_argument_problem(const CLI::App& app, int argc, char** argv) {
   return "unknown command '" + first + "'" + commands;
 }
 
+// Everything a command printed reaches stdout here or the run fails: a full disk or
+// /dev/full behind stdout is a non-zero exit, never output silently lost.
+int with_stdout_written(int code, const std::string& prefix) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int why = errno;
+  if (flushed && !std::ferror(stdout)) return code;
+  std::fprintf(stderr, "%s: error: cannot write standard output: %s\n", prefix.c_str(),
+               why != 0 ? std::strerror(why) : "a write failed");
+  return code == 0 ? 1 : code;
+}
+
 }  // namespace
 
 void set_exit_code(int code) { exit_code = code; }
@@ -73,12 +86,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) return cli::with_stdout_written(app.exit(e), prefix);  // --help, --version
     std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for the options.\n", prefix.c_str(), e.what(), prefix.c_str());
     return cli::kUsageError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", prefix.c_str(), e.what());
-    return 1;
+    return cli::with_stdout_written(1, prefix);
   }
-  return cli::exit_code;
+  return cli::with_stdout_written(cli::exit_code, prefix);
 }

@@ -24,6 +24,10 @@ constexpr std::size_t kSmallBuffer = 2 << 20;     // small requests share 2 MiB 
 constexpr std::size_t kLargeBuffer = 20 << 20;    // 1-10 MiB requests share 20 MiB segments
 constexpr std::size_t kMinLargeAlloc = 10 << 20;  // larger requests get their own segment
 constexpr std::size_t kRoundLarge = 2 << 20;      // rounded to 2 MiB
+// The largest request the rounding can represent: its block size and its segment size both
+// fit a size_t. Larger ones (a -1 taken as a size) are refused, never wrapped round to a
+// small block.
+constexpr std::size_t kMaxRequestSize = SIZE_MAX / kRoundLarge * kRoundLarge;
 
 class ExpandableSegment;
 struct BlockPool;

@@ -5,6 +5,8 @@
 
 #include "oom_message.h"
 
+#include "../check.h"
+
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/instrumentation.h>
 
@@ -107,7 +109,11 @@ void* DeviceAllocator::malloc(std::size_t orig_size, StreamHandle stream, std::i
   if (captures_underway_.empty() && (!cuda_events_.empty() || !deferred_until_no_capture_.empty())) {
     process_events(ctx);
   }
-  const std::size_t size = round_size(orig_size);
+  const std::size_t size = orig_size <= kMaxRequestSize ? round_size(orig_size) : 0;
+  // round_size wraps past SIZE_MAX to a smaller size; such a request is refused, not served.
+  CUDASCOPE_CHECK(size >= orig_size && size <= kMaxRequestSize, error_code::kInvalidValue, "caching_allocator_alloc",
+                  "cannot allocate " + std::to_string(orig_size) + " bytes: the caching allocator rounds requests "
+                  "of at most " + std::to_string(kMaxRequestSize) + " bytes (a negative size taken as unsigned?)");
   BlockPool& pool = pool_for(size, stream);
   AllocParams p{SizeKey{stream, size, 0}, &pool, allocation_size(size)};
   p.stream_stats = stats_for(stream);
@@ -167,7 +173,8 @@ bool DeviceAllocator::alloc_block(AllocParams& p, bool is_retry, const ContextPt
   if (is_retry) stats_.num_alloc_retries += 1;
   // Bytes other threads are getting from cudaMalloc with the lock released count against the
   // fraction too: two threads cannot both pass this check and together exceed the limit.
-  if (set_fraction_ && total_allocated_memory_ + cudamalloc_pending_ + size > allowed_memory_maximum_) {
+  if (set_fraction_ && (total_allocated_memory_ + cudamalloc_pending_ > allowed_memory_maximum_ ||
+                        size > allowed_memory_maximum_ - total_allocated_memory_ - cudamalloc_pending_)) {
     p.oom = true;
     return false;
   }

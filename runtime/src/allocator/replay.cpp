@@ -12,6 +12,7 @@
 #include <cudascope/util/byte_source.h>
 #include <cudascope/util/input_budget.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -33,8 +34,10 @@ class FlatObject {
   std::int64_t number(const std::string& key) const {
     const std::string& t = text(key);
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(t.c_str(), &end, 10);
     if (t.empty() || *end != '\0') fail("\"" + key + "\" is not an integer: " + t);
+    if (errno == ERANGE) fail("\"" + key + "\" is out of range: " + t);
     return v;
   }
   double real(const std::string& key) const {
@@ -205,8 +208,10 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
     if (kind == "alloc") {
       const std::int64_t s = op.has("stream") ? op.number("stream") : 0;
       if (s < 0 || s > 64) op.fail("stream index out of range");
+      const std::int64_t size = op.number("size");
+      if (size < 0) op.fail("\"size\" is negative: " + std::to_string(size));
       // Recorded sequences include allocations that fail under a memory limit.
-      session.alloc(static_cast<std::uint64_t>(op.number("id")), static_cast<std::size_t>(op.number("size")),
+      session.alloc(static_cast<std::uint64_t>(op.number("id")), static_cast<std::size_t>(size),
                     static_cast<std::size_t>(s));
     } else if (kind == "free") {
       session.free(static_cast<std::uint64_t>(op.number("id")));
@@ -282,7 +287,11 @@ std::vector<std::uintptr_t> read_addresses(const std::string& path) {
     if (text[i] == ']') break;
     const std::size_t end = text.find_first_not_of("0123456789", i);
     if (end == i || end - i > 20) fail_at(path, "expected an unsigned integer at offset " + std::to_string(i));
-    addresses.push_back(std::stoull(text.substr(i, end - i)));
+    const std::string digits = text.substr(i, end - i);
+    errno = 0;
+    const unsigned long long address = std::strtoull(digits.c_str(), nullptr, 10);
+    if (errno == ERANGE) fail_at(path, "offset " + std::to_string(i) + ": " + digits + " is past 2^64-1, not an address");
+    addresses.push_back(address);
     i = end;
   }
   return addresses;
@@ -294,11 +303,19 @@ std::map<std::string, std::int64_t> replay_file(const std::string& path) { retur
 
 std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
                                                                const std::string& addresses_path) {
+  return replay_file_with_addresses(path, read_recorded_addresses(addresses_path));
+}
+
+std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
+                                                               const std::vector<std::uintptr_t>& addresses) {
   CUDASCOPE_CHECK(backend_name() == "sim", error_code::kNotSupported, "replay",
                   "recorded addresses replace the sim backend's own; the " + backend_name() +
                       " backend has the device's real ones");
-  const std::vector<std::uintptr_t> addresses = read_addresses(addresses_path);
   return replay_path(path, &addresses);
+}
+
+std::vector<std::uintptr_t> read_recorded_addresses(const std::string& addresses_path) {
+  return read_addresses(addresses_path);
 }
 
 }  // namespace cudascope::cuda::memory

@@ -2,6 +2,7 @@
 // state at its peak while it drives.
 #include "replay_session.h"
 
+#include "block_pool.h"
 #include "caching_allocator.h"
 
 #include "../check.h"
@@ -73,6 +74,11 @@ ReplayOutcome replay_requests(const std::vector<ReplayRequest>& requests, const 
       case ReplayRequest::Kind::alloc:
         CUDASCOPE_CHECK(r.stream <= 64, error_code::kInvalidValue, "replay",
                         name + ": request " + std::to_string(i) + ": stream index out of range");
+        // The allocator refuses it too; here the message names the request.
+        CUDASCOPE_CHECK(r.size <= detail::alloc::kMaxRequestSize, error_code::kInvalidValue, "replay",
+                        name + ": request " + std::to_string(i) + ": size " + std::to_string(r.size) +
+                            " bytes is more than the allocator can round (at most " +
+                            std::to_string(detail::alloc::kMaxRequestSize) + ")");
         if (!session.alloc(r.id, r.size, r.stream)) out.oom_requests.push_back(i);
         break;
       case ReplayRequest::Kind::free:

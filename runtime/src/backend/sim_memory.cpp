@@ -73,9 +73,15 @@ std::pair<std::uintptr_t, std::size_t> reserve_device_range(int device, std::siz
     span = std::max(round_up(span, SimAddressSpace::kChunkUnit), smallest);
     if (const std::uintptr_t base = try_map_range(hint, span, PROT_NONE)) return {base, span};
     if (span == smallest) {
-      throw_error(error_code::kMemoryAllocation, "mmap", __FILE__, __LINE__,
-                  "cannot reserve " + std::to_string(span) + " bytes of address space for sim device " +
-                      std::to_string(device) + ": " + std::strerror(errno));
+      // Not an out-of-memory error: the allocator would take that for a full device and
+      // carry on (a replay of all-zero figures); nothing can run on this device.
+      const int why = errno;
+      throw_error(error_code::kInitializationError, "mmap", __FILE__, __LINE__,
+                  "cannot reserve " + util::format_bytes(span) + " of address space for sim device " +
+                      std::to_string(device) + " (twice its capacity of " + util::format_bytes(capacity) +
+                      "): " + std::strerror(why) +
+                      "; lower CUDASCOPE_SIM_MEMORY (e.g. CUDASCOPE_SIM_MEMORY=1GiB) or raise the "
+                      "address-space limit (ulimit -v)");
     }
   }
 }
@@ -95,9 +101,10 @@ SimMemory::SimMemory(int device, std::size_t capacity) : device_(device), capaci
 SimMemory::~SimMemory() { munmap(reinterpret_cast<void*>(base_), span_); }
 
 void* SimMemory::allocate(std::size_t size) {
+  if (size > capacity_) return nullptr;  // before rounding, which could wrap past SIZE_MAX
   const std::size_t charged = round_up(size == 0 ? 1 : size, kAlignment);
   std::lock_guard lock(mutex_);
-  if (used_ + charged > capacity_) return nullptr;
+  if (charged > capacity_ - used_) return nullptr;
   const SimAddressSpace::Allocation placed = space_->allocate(charged);
   if (placed.address == 0) return nullptr;
   if (placed.new_chunk) protect(*placed.new_chunk, PROT_READ | PROT_WRITE, "cudaMalloc");
@@ -144,7 +151,7 @@ void SimMemory::unreserve(void* base, std::size_t size) {
 
 bool SimMemory::map(void* ptr, std::size_t size) {
   std::lock_guard lock(mutex_);
-  if (used_ + size > capacity_) return false;
+  if (size > capacity_ - used_) return false;
   protect({reinterpret_cast<std::uintptr_t>(ptr), size}, PROT_READ | PROT_WRITE, "cuMemMap");
   used_ += size;
   return true;

@@ -28,6 +28,8 @@ namespace cudascope::cuda {
 
 // Allocates `size` bytes on `device` for use on `stream` (default: the device's current
 // stream). Throws OutOfMemoryError when the device cannot provide it. Size 0 gives nullptr.
+// A size too large to round to the allocator's block sizes (within 2 MiB of 2^64, such as
+// a -1 taken as unsigned) throws cuda::Error with kInvalidValue, as torch raises.
 void* caching_allocator_alloc(std::size_t size, int device = -1, std::optional<Stream> stream = std::nullopt);
 // Returns memory from caching_allocator_alloc. nullptr is ignored. A pointer that is not
 // allocated (double free, foreign pointer) throws cuda::Error and changes nothing.
@@ -234,6 +236,13 @@ std::map<std::string, std::int64_t> replay_file(const std::string& path);
 // cudaMallocs than the recording: the addresses belong to another sequence or run).
 std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
                                                                const std::string& addresses_path);
+// The same with the list already read by read_recorded_addresses().
+std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
+                                                               const std::vector<std::uintptr_t>& addresses);
+// Reads a list of recorded addresses (a JSON list of unsigned 64-bit integers, plain or
+// gzip). Throws cuda::Error naming the file and the offset of what is not such a list (a
+// value past 2^64-1 included), so a caller can refuse the file before any replay starts.
+std::vector<std::uintptr_t> read_recorded_addresses(const std::string& addresses_path);
 
 // One request of an allocation sequence held in memory (replay_requests): what a recorded
 // trace asked of the allocator, with the allocator's own decisions (segments) left out.
