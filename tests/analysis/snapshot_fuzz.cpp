@@ -8,9 +8,17 @@
 #include <cudascope/analysis/figures.h>
 #include <cudascope/analysis/stacked_timeline.h>
 
+#include <cudascope/analysis/file_kind.h>
+#include <cudascope/util/byte_source.h>
+
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 
 namespace cudascope::analysis {
 namespace {
@@ -107,6 +115,50 @@ TEST(SnapshotFuzzTest, GarbledVariantsNeverCrash) {
   // the analyses after loading (figures, replay, timelines) run on damaged data too.
   EXPECT_GT(failed, 0);
   EXPECT_GT(loaded, 0) << "no garbled variant loaded: nothing past the loaders was fuzzed";
+}
+
+// Every data file read from a pipe (opened once, its kind told from its head, then read on
+// from the same stream, as `diff` and `stats` do) gives what the file gives: the same
+// snapshot or the same error.
+TEST(SnapshotFuzzTest, EveryDataFileReadsTheSameFromAPipe) {
+  const std::string fifo = ::testing::TempDir() + "snapshot_fuzz_" + std::to_string(::getpid()) + ".fifo";
+  // A reader that stops at an error closes the pipe under the writer: EPIPE, not SIGPIPE.
+  const auto old_handler = std::signal(SIGPIPE, SIG_IGN);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(CUDASCOPE_TEST_DATA)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("snap_", 0) != 0) continue;
+    SCOPED_TRACE(name);
+    const std::string bytes = read_file(entry.path().string());
+    std::remove(fifo.c_str());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    std::thread writer([&] {
+      if (std::FILE* out = std::fopen(fifo.c_str(), "wb")) {
+        std::fwrite(bytes.data(), 1, bytes.size(), out);
+        std::fclose(out);
+      }
+    });
+    std::string error;
+    auto input = util::PeekedInput::open(fifo, UINT64_MAX, error);
+    ASSERT_NE(input, nullptr) << error;
+    const auto kind = detect_file_kind(*input);
+    auto from_pipe = load_snapshot(*input);
+    input.reset();  // closes the pipe: a writer still writing gets EPIPE and stops
+    writer.join();
+    auto from_bytes = load_snapshot_from_bytes(bytes, fifo);
+    ASSERT_EQ(bool(from_pipe), bool(from_bytes));
+    if (from_bytes) {
+      EXPECT_TRUE(kind && kind.value() == FileKind::snapshot);
+      EXPECT_EQ(from_pipe.value().segments.size(), from_bytes.value().segments.size());
+      EXPECT_EQ(from_pipe.value().trace.size(), from_bytes.value().trace.size());
+    } else {
+      EXPECT_EQ(from_pipe.error().message(), from_bytes.error().message());
+    }
+    ++files;
+  }
+  std::remove(fifo.c_str());
+  std::signal(SIGPIPE, old_handler);
+  EXPECT_GE(files, 10);
 }
 
 // Pickle programs that build far more than they weigh: a byte per None pushed, per memo
