@@ -129,12 +129,13 @@ CLI::Validator ListenAddress() {
       [](std::string& input) -> std::string {
         const std::size_t colon = input.rfind(':');
         const std::string expected = " (expected ADDRESS:PORT, e.g. 127.0.0.1:9401)";
-        if (colon == std::string::npos || colon == 0) return "'" + input + "': no address or no port" + expected;
+        if (colon == std::string::npos) return "'" + input + "': no port" + expected;
         const std::string port = input.substr(colon + 1);
         if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
             std::stoul(port) > 65535) {
           return "'" + input + "': port '" + port + "' is not a number from 0 to 65535" + expected;
         }
+        if (colon == 0) return "'" + input + "': no address" + expected;
         return {};
       },
       "ADDRESS:PORT", "LISTEN_ADDRESS");

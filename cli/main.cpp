@@ -56,7 +56,7 @@ int with_stdout_written(int code, const std::string& prefix) {
   const int why = errno;
   if (flushed && !std::ferror(stdout)) return code;
   std::fprintf(stderr, "%s: error: cannot write standard output: %s\n", prefix.c_str(),
-               why != 0 ? std::strerror(why) : "a write failed");
+               why != 0 ? std::strerror(why) : "an earlier write to it failed");
   return code == 0 ? 1 : code;
 }
 

@@ -65,7 +65,7 @@ TEST(ReplayRefusesTest, NegativeSizeIsAnErrorNamingTheLine) {
 TEST(ReplayRefusesTest, SizePastTheSequenceIntegersIsRefusedNotClamped) {
   // strtoll would clamp these to 2^63 - 1 and replay that; the allocator's own refusal of
   // sizes it cannot round is tested in tests/runtime (allocator_test).
-  for (const std::string size : {"18446744073709551615", "18446744073709551614"}) {
+  for (const std::string size : {"18446744073709551615", "9223372036854775808"}) {
     const std::string seq =
         write_file("huge.jsonl", "{\"conf\": \"\"}\n{\"op\": \"alloc\", \"id\": 1, \"size\": " + size + "}\n");
     const CliResult r = run_cli("CUDASCOPE_BACKEND=sim", "replay '" + seq + "'");
@@ -110,12 +110,12 @@ TEST(WriteErrorTest, StdoutOnDevFullIsANonZeroExit) {
   const std::string snapshot = "'" + data("snap_transformer_p4.pickle.gz") + "'";
   const std::string seq = write_file("stdout.jsonl", kSequence);
   for (const std::string& args : {"snapshot-stats " + snapshot, "snapshot-stats --json " + snapshot,
-                                  "stats '" + data("chrome_plain.json") + "'", "replay '" + seq + "'", "--help",
-                                  "--version"}) {
+                                  "stats '" + data("chrome_plain.json") + "'", "replay '" + seq + "'", std::string("--help"),
+                                  std::string("--version")}) {
     const CliResult r = run_cli("CUDASCOPE_BACKEND=sim", args + " > /dev/full");
     EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
-    EXPECT_NE(r.output.find("cannot write standard output: No space left on device"), std::string::npos)
-        << args << ": " << r.output;
+    // The reason is known when the last flush fails; a write that failed earlier left none.
+    EXPECT_NE(r.output.find("cannot write standard output: "), std::string::npos) << args << ": " << r.output;
   }
 }
 
@@ -203,7 +203,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadFlag{"whatif --memory-limit '' SNAPSHOT", "--memory-limit", ""},
                       BadFlag{"metrics --device ''", "--device", ""}));
 
-TEST(BadFlagTest, RecordedAddressPast2To64IsAUsageErrorBeforeTheReplay) {
+TEST(RecordedAddressesTest, PastTwoTo64IsAUsageErrorBeforeTheReplay) {
   const std::string seq = write_file("addresses.jsonl", kSequence);
   const std::string addresses = write_file("addresses.json", "[140000000000, 18446744073709551616]");
   const CliResult r =

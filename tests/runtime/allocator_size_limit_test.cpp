@@ -40,7 +40,7 @@ class AllocatorSizeLimitTest : public ::testing::Test {
 
 TEST_F(AllocatorSizeLimitTest, SizesThatWouldWrapWhenRoundedAreRefusedAndNotCounted) {
   const auto before = cuda::memory_stats(0);
-  for (const std::size_t size : {SIZE_MAX, SIZE_MAX - 511, SIZE_MAX - (std::size_t{2} << 20) + 1, kMaxRequestSize + 1}) {
+  for (const std::size_t size : {SIZE_MAX, SIZE_MAX - 511, SIZE_MAX - (std::size_t{1} << 20), kMaxRequestSize + 1}) {
     EXPECT_EQ(refusal_code(size), cuda::error_code::kInvalidValue) << size;
   }
   const auto after = cuda::memory_stats(0);
@@ -69,6 +69,8 @@ TEST_F(AllocatorSizeLimitTest, PowerOfTwoDivisionsThatWouldWrapAreRefused) {
 
 TEST_F(AllocatorSizeLimitTest, RoundableHugeSizeIsStillAnOutOfMemoryError) {
   EXPECT_THROW(cuda::caching_allocator_alloc(std::size_t{1} << 62, 0), cuda::OutOfMemoryError);
+  // The largest size that rounds: a device that cannot hold it, not a refusal.
+  EXPECT_THROW(cuda::caching_allocator_alloc(kMaxRequestSize, 0), cuda::OutOfMemoryError);
 }
 
 TEST_F(AllocatorSizeLimitTest, ReplayRequestsRefuseTheSizeNamingTheRequest) {
