@@ -4,6 +4,7 @@
 // of two kinds, a metric that does not apply to them).
 #include "checks.h"
 #include "command.h"
+#include "json_output.h"
 #include "diff_report.h"
 
 #include <cudascope/analysis/diff_gate.h>
@@ -140,7 +141,7 @@ int report(const DiffOptions& o, const std::vector<DiffGate>& gates, const Diff&
     json["gates"] = nlohmann::json::array();
     for (const GateResult& r : results) json["gates"].push_back(cudascope::cli::gate_json(r));
     json["exit_code"] = failed ? kDiffGateFailed : 0;
-    std::printf("%s\n", json.dump(1).c_str());
+    std::printf("%s\n", cudascope::cli::json_text(json).c_str());
   } else {
     std::fputs(text.c_str(), stdout);
     if (!results.empty()) std::printf("\nGates\n");

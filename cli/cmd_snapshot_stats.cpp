@@ -1,6 +1,7 @@
 // `cudascope snapshot-stats FILE [--json]`: the figures of an allocator snapshot (PyTorch
 // pickle or cudascope JSON, plain or gzip), from the same library the viewer uses.
 #include "command.h"
+#include "json_output.h"
 
 #include <cudascope/analysis/figures.h>
 #include <cudascope/analysis/loader.h>
@@ -97,7 +98,7 @@ CUDASCOPE_COMMAND(snapshot_stats, 60) {
       return;
     }
     const Figures figures = compute_figures(result.value());
-    if (options->json) std::printf("%s\n", to_json(options->file, figures).dump(1).c_str());
+    if (options->json) std::printf("%s\n", cudascope::cli::json_text(to_json(options->file, figures)).c_str());
     else print_text(options->file, figures);
   });
 }

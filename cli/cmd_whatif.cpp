@@ -3,6 +3,7 @@
 // under each setting (and the snapshot's own, first), and prints the figures side by side.
 #include "checks.h"
 #include "command.h"
+#include "json_output.h"
 
 #include <cudascope/analysis/figures.h>
 #include <cudascope/analysis/loader.h>
@@ -217,7 +218,7 @@ int run_whatif_command(const WhatifOptions& o) {
   const std::vector<int> devices = snap.device_ids();
   const bool single_device = devices.size() == 1;
   const Figures recorded = single_device ? compute_figures(snap) : Figures{};
-  if (o.json) std::printf("%s\n", whatif_json(o, requests, recorded, single_device, rows, limit).dump(1).c_str());
+  if (o.json) std::printf("%s\n", cudascope::cli::json_text(whatif_json(o, requests, recorded, single_device, rows, limit)).c_str());
   else whatif_text(o, requests, recorded, single_device, rows, limit);
   return 0;
 }

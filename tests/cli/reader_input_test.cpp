@@ -148,6 +148,23 @@ TEST(ReaderInputTest, StatsJsonIsJsonWhateverTheNamesHold) {
   std::remove(path.c_str());
 }
 
+TEST(ReaderInputTest, DiffJsonIsJsonWhateverTheNamesHold) {
+  const auto trace = [](const std::string& name, int dur) {
+    return "{\"traceEvents\":[{\"name\":\"" + name + "\",\"ph\":\"X\",\"cat\":\"kernel\",\"pid\":0,\"tid\":7,"
+           "\"ts\":1,\"dur\":" + std::to_string(dur) + "}]}";
+  };
+  const std::string a = temp_path("names_a.json"), b = temp_path("names_b.json");
+  put_bytes(a, trace("raw \xff\xc3( kernel", 2));
+  put_bytes(b, trace("raw \xff\xc3( kernel", 5));
+  const auto result = run_cli("", "diff --json " + a + " " + b + " 2>/dev/null");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  nlohmann::json parsed;
+  EXPECT_NO_THROW(parsed = nlohmann::json::parse(result.output)) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("\xef\xbf\xbd")) << "replaced by U+FFFD";
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 TEST(ReaderInputTest, StatsReadsATraceFromStdinAndFromANamedPipe) {
   const std::string expected = run_cli("", "stats --json " + data("train_h100_ours.json.gz")).output;
   ASSERT_THAT(expected, HasSubstr("\"kernels\""));
