@@ -1,5 +1,4 @@
 #include <cudascope/cuda/instrumentation.h>
-#include <cudascope/util/env_value.h>
 
 #include <time.h>
 #include <unistd.h>
@@ -43,11 +42,8 @@ TscClock tsc_clock;
 constexpr std::uint64_t kCalibrationNs = 20000000;
 
 bool invariant_tsc() {
-  try {
-    if (util::env_clock().value_or("tsc") == "monotonic") return false;
-  } catch (const util::EnvError& e) {
-    std::fprintf(stderr, "cudascope: %s; using the default clock\n", e.what());
-  }
+  const char* choice = std::getenv("CUDASCOPE_CLOCK");
+  if (choice != nullptr && std::string(choice) == "monotonic") return false;
   std::FILE* cpuinfo = std::fopen("/proc/cpuinfo", "r");
   if (cpuinfo == nullptr) return false;
   char line[8192];
