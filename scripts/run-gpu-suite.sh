@@ -20,7 +20,8 @@
 #   report    the summary line and OUT/gpu-verification.md
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.
-# Environment: BUILD_DIR (default build-gpu), OUT (default gpu-results), CMAKE_ARGS.
+# Environment: BUILD_DIR (default build-gpu), OUT (default gpu-results), CMAKE_ARGS, CUDASCOPE_COMMIT
+# (the commit the report names, where the checkout has no .git).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}
@@ -171,7 +172,8 @@ stage_report() {
       "$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | sed 's/release/CUDA/')," \
       "$(python3 -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null)," \
       "$(g++ --version | head -1)"
-    echo "- commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'), run $(date -u '+%Y-%m-%d %H:%M UTC')"
+    # A copy of the checkout without its .git (a GPU machine's) names its commit in CUDASCOPE_COMMIT.
+    echo "- commit ${CUDASCOPE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}, run $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
     echo '```'
     cat "$results"
