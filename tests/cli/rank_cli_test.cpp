@@ -3,6 +3,7 @@
 // (as `torchrun ... cudascope run ...`); each rank on its own sim device; every rank's file
 // with its distributedInfo; `cudascope stats` of both with a row per rank and the slowest
 // rank per step; fixed names and name collisions with several processes.
+#include "fresh_directory_test.h"
 #include "run_cli.h"
 
 #include <cudascope/analysis/trace_loader.h>
@@ -23,23 +24,9 @@ using cudascope::testing::run_shell;
 namespace fs = std::filesystem;
 
 // A fresh directory per test.
-class RankCliTest : public ::testing::Test {
+class RankCliTest : public cudascope::testing::FreshDirectoryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cudascope_rank_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::set<std::string> files() const {
-    std::set<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir_)) names.insert(entry.path().filename().string());
-    return names;
-  }
-  fs::path dir_;
+  RankCliTest() : FreshDirectoryTest("cudascope_rank_") {}
 };
 
 const std::string kSim = "CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_DEVICES=2";

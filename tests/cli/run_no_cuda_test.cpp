@@ -4,6 +4,7 @@
 // file (`stats trace_*.json.gz` would list it as a rank "-"); their CUDA children must, through
 // exit, SIGTERM and SIGKILL; an NVTX-only process keeps its trace; a process whose file is
 // named late never overwrites the trace of one that ended meanwhile.
+#include "fresh_directory_test.h"
 #include "run_cli.h"
 #include "test_support.h"
 
@@ -136,22 +137,9 @@ int count_kernels(const cudascope::analysis::Trace& trace) {
 const std::string kSim = "CUDASCOPE_BACKEND=sim";
 
 // A fresh directory per test; the traces are whatever files appear in it.
-class RunNoCudaTest : public ::testing::Test {
+class RunNoCudaTest : public cudascope::testing::FreshDirectoryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cudascope_run_no_cuda_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::set<std::string> files() const {
-    std::set<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir_)) names.insert(entry.path().filename().string());
-    return names;
-  }
+  RunNoCudaTest() : FreshDirectoryTest("cudascope_run_no_cuda_") {}
   // `cudascope run` started in the background; its pid, and the file its output goes to.
   pid_t start_run(const std::string& arguments) {
     const std::string log = path("run.log");
@@ -190,7 +178,6 @@ class RunNoCudaTest : public ::testing::Test {
     }
     return {};
   }
-  fs::path dir_;
 };
 
 TEST_F(RunNoCudaTest, LauncherThatNeverUsesCudaWritesNoTraceAndItsCudaChildDoes) {
