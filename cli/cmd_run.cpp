@@ -7,13 +7,16 @@
 // name gets ".<pid>" in any process but the first. A process that loads CUDA but never uses
 // it (a launcher) writes no file (inject/lazy_trace_sink.h). Each process reports the file it
 // writes on a pipe, so the wrapper can list them all at the end. The child's
-// stdout/stderr are left alone; its exit status is passed through (128+N for signal N).
+// stdout/stderr are left alone; its exit status is passed through (128+N for signal N), except
+// that a recording that failed (a full disk: the trace stops at its last flush, closed, and the
+// program goes on) makes a status of 0 into 1, the program's status being printed.
 #include "checks.h"
 #include "command.h"
 
 #include <cudascope/analysis/trace_reader.h>
 #include <cudascope/exporters/trace_path.h>
 #include <cudascope/profiler/activities.h>
+#include <cudascope/util/env_value.h>
 #include <cudascope/util/library_path.h>
 
 #include <fcntl.h>
@@ -21,6 +24,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -59,7 +63,7 @@ struct RunOptions {
 // libcudascope_inject.so: CUDASCOPE_INJECT_LIBRARY, else ../lib beside this executable
 // (installed bin/ and lib/, and the build tree's cli/ and lib/).
 std::string find_injection_library() {
-  if (const char* path = std::getenv("CUDASCOPE_INJECT_LIBRARY"); path != nullptr && *path != '\0') return path;
+  if (const std::string path = cudascope::util::env_text("CUDASCOPE_INJECT_LIBRARY").value_or(""); !path.empty()) return path;
   // Beside the runtime library this command is linked with: the build tree's lib/, an
   // installed prefix's lib/ or its multiarch lib/<triplet>/ alike.
   const std::string found = cudascope::util::library_beside_runtime("libcudascope_inject.so");
@@ -76,6 +80,7 @@ struct LiveMetricsOptions {
   bool label_nvtx = false;
   bool no_trace = false;
   std::string job;
+  std::string window_dir;  // --no-trace: where trace windows go (default: -o's directory)
 };
 LiveMetricsOptions live_metrics;
 
@@ -91,6 +96,43 @@ void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
                 "Label kernel metrics with the innermost NVTX range they were launched in (records launch calls)");
   sub->add_flag("--no-trace", m.no_trace, "Metrics only: write no trace file (needs --metrics)");
   sub->add_option("--job", m.job, "A job label on every metric series");
+  sub->add_option("--window-dir", m.window_dir,
+                  "With --no-trace: the directory `cudascope trace --pid` windows are written into, under names the "
+                  "program chooses (default: the directory of -o)");
+}
+
+// A random token for the job's trace windows (inject/trace_window.h): in the program's
+// environment, which only its user (and root) can read, so only they can ask for a window.
+std::string random_token() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+    got += static_cast<std::size_t>(n);
+  }
+  std::string token;
+  for (unsigned char b : bytes) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", b);
+    token += hex;
+  }
+  return token;
+}
+
+// The directory of the job's trace windows, absolute, checked before the program starts.
+std::string window_directory(const LiveMetricsOptions& m, const std::string& output) {
+  const std::filesystem::path directory =
+      m.window_dir.empty() ? std::filesystem::path(output).parent_path() : std::filesystem::absolute(m.window_dir);
+  struct stat status {};
+  if (stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+    throw std::runtime_error("--window-dir '" + directory.string() + "': not a directory");
+  }
+  if (access(directory.c_str(), W_OK | X_OK) != 0) {
+    throw std::runtime_error("--window-dir '" + directory.string() + "': cannot write there: " + std::strerror(errno));
+  }
+  return directory.string();
 }
 
 // Before any work: --no-trace without --metrics would record into nothing, and the address
@@ -98,6 +140,7 @@ void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
 // only be logged while the run goes on without metrics).
 void check_live_metrics_options(const LiveMetricsOptions& m) {
   if (m.no_trace && m.bind.empty()) throw std::runtime_error("--no-trace needs --metrics ADDRESS:PORT (else nothing is recorded)");
+  if (!m.window_dir.empty() && !m.no_trace) throw std::runtime_error("--window-dir needs --no-trace (windows are for metrics-only runs)");
   if (m.bind.empty()) return;
   const std::size_t colon = m.bind.rfind(':');
   const auto bad = [&](const std::string& why) {
@@ -121,9 +164,14 @@ void check_live_metrics_options(const LiveMetricsOptions& m) {
   if (!free) throw bad("cannot listen there: " + why);
 }
 
-// In the child, before exec.
-void export_live_metrics_environment(const LiveMetricsOptions& m, std::string activities) {
+// In the child, before exec. `windows`: the token and directory of trace windows (--no-trace).
+void export_live_metrics_environment(const LiveMetricsOptions& m, std::string activities,
+                                     const std::pair<std::string, std::string>& windows) {
   if (m.bind.empty()) return;
+  if (m.no_trace) {
+    setenv("CUDASCOPE_TRACE_TOKEN", windows.first.c_str(), 1);
+    setenv("CUDASCOPE_TRACE_WINDOW_DIR", windows.second.c_str(), 1);
+  }
   setenv("CUDASCOPE_METRICS", m.bind.c_str(), 1);
   setenv("CUDASCOPE_METRICS_TOP", std::to_string(m.top).c_str(), 1);
   if (m.label_nvtx) {
@@ -196,6 +244,12 @@ void check_before_starting(const RunOptions& options) {
     throw std::runtime_error("--output: " + problem);
   }
   cudascope::cli::check_backend_variable();
+  // What the program will read of ours, and run does not set itself (run_traced's child).
+  try {
+    cudascope::util::check_environment();
+  } catch (const cudascope::util::EnvError& e) {
+    throw std::runtime_error(e.what());
+  }
   if (const std::string problem = program_problem(options.command.front()); !problem.empty()) {
     throw std::runtime_error(problem);
   }
@@ -206,10 +260,12 @@ struct TraceFile {
   long pid = 0;
   std::string path;
   unsigned long long events = 0, dropped = 0;
+  std::string failure;  // why the process stopped writing it early (a full disk), or empty
 };
 
 // Reads the progress pipe the recorded processes share (injection_agent.h): "trace PID PATH"
-// when a process opens its trace, "EVENTS DROPPED PID" after each of its flushes. A terminal
+// when a process opens its trace, "EVENTS DROPPED PID" after each of its flushes, and
+// "failed PID PATH\tERROR" when it could not write on. A terminal
 // gets one updating line of the totals; a log gets a line every 10 s.
 class Progress {
  public:
@@ -224,9 +280,13 @@ class Progress {
     std::vector<TraceFile> files;
     for (const auto& [pid, path] : paths_) {
       const auto counts = counts_.find(pid);
+      const auto failure = failures_.find(pid);
       files.push_back({pid, path, counts == counts_.end() ? 0 : counts->second.first,
-                       counts == counts_.end() ? 0 : counts->second.second});
+                       counts == counts_.end() ? 0 : counts->second.second,
+                       failure == failures_.end() ? "" : failure->second});
+      if (failure != failures_.end()) failures_.erase(failure);
     }
+    for (const auto& [pid, error] : failures_) files.push_back({pid, "", 0, 0, error});  // failed before reporting a file
     return files;
   }
 
@@ -256,6 +316,13 @@ class Progress {
       paths_[pid] = text.substr(static_cast<std::size_t>(path_at));
       return;
     }
+    if (std::sscanf(text.c_str(), "failed %ld %n", &pid, &path_at) == 1 && path_at > 0) {
+      const std::size_t tab = text.find('\t', static_cast<std::size_t>(path_at));
+      failures_[pid] = tab == std::string::npos ? "write error" : text.substr(tab + 1);
+      if (tty_ && printed_) std::fputc('\n', stderr);
+      printed_ = false;
+      return;
+    }
     unsigned long long e = 0, d = 0;
     const int fields = std::sscanf(text.c_str(), "%llu %llu %ld", &e, &d, &pid);
     if (fields < 2) return;
@@ -282,6 +349,7 @@ class Progress {
   std::atomic<bool> done_{false};
   std::mutex mutex_;
   std::map<long, std::string> paths_;                                      // pid -> trace file
+  std::map<long, std::string> failures_;                                   // pid -> why it stopped writing
   std::map<long, std::pair<unsigned long long, unsigned long long>> counts_;  // pid -> events, dropped
   std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
   std::thread thread_;  // last: starts once the members above exist
@@ -378,11 +446,20 @@ void report_traces(std::vector<TraceFile> files, const std::string& output, int 
                  WTERMSIG(status));
   }
   for (const TraceFile& file : files) {
+    if (!file.failure.empty()) {
+      std::fprintf(stderr, "cudascope: recording of process %ld stopped early: %s\n", file.pid, file.failure.c_str());
+      if (file.path.empty()) continue;
+    }
     if (file.pid == 0) {
       std::fprintf(stderr, "cudascope: trace %s (its process could not report to cudascope run: no counts)\n", file.path.c_str());
       continue;
     }
     const std::string who = files.size() > 1 ? " of process " + std::to_string(file.pid) : "";
+    if (!file.failure.empty()) {
+      std::fprintf(stderr, "cudascope: trace%s %s (cut short where writing failed: it holds the events written before)\n",
+                   who.c_str(), file.path.c_str());
+      continue;
+    }
     std::fprintf(stderr, "cudascope: trace%s %s (%llu events, %llu dropped records)\n", who.c_str(), file.path.c_str(),
                  file.events, file.dropped);
   }
@@ -393,6 +470,8 @@ int run_traced(const RunOptions& options) {
   check_live_metrics_options(live_metrics);
   const std::string library = find_injection_library();
   const std::string output = std::filesystem::absolute(options.output).string();
+  std::pair<std::string, std::string> windows;  // token, directory
+  if (live_metrics.no_trace) windows = {random_token(), window_directory(live_metrics, output)};
   timespec started{};
   clock_gettime(CLOCK_REALTIME_COARSE, &started);
 
@@ -411,10 +490,16 @@ int run_traced(const RunOptions& options) {
     fstat(progress[1], &pipe_status);  // the inode tells the pipe from a later file on that number
     const std::string progress_fd = std::to_string(progress[1]) + ":" + std::to_string(pipe_status.st_ino);
     setenv("CUDASCOPE_PROGRESS_FD", progress_fd.c_str(), 1);
+    // The variables run sets are run's: an inherited value (CUDASCOPE_NO_TRACE=x in the
+    // shell) must not change what this run records.
+    for (const char* owned : {"CUDASCOPE_DELAY", "CUDASCOPE_DURATION", "CUDASCOPE_CUPTI_BUFFER", "CUDASCOPE_NO_TRACE",
+                              "CUDASCOPE_TRACE_TOKEN", "CUDASCOPE_TRACE_WINDOW_DIR"}) {
+      unsetenv(owned);
+    }
     if (options.delay > 0) setenv("CUDASCOPE_DELAY", std::to_string(options.delay).c_str(), 1);
     if (options.duration > 0) setenv("CUDASCOPE_DURATION", std::to_string(options.duration).c_str(), 1);
     if (options.cupti_buffer > 0) setenv("CUDASCOPE_CUPTI_BUFFER", std::to_string(options.cupti_buffer).c_str(), 1);
-    export_live_metrics_environment(live_metrics, options.activities);
+    export_live_metrics_environment(live_metrics, options.activities, windows);
     std::vector<char*> argv;
     for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
@@ -436,10 +521,21 @@ int run_traced(const RunOptions& options) {
   close(progress[0]);
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (live_metrics.no_trace) return exit_code;
-  for (TraceFile& file : unreported_traces(output, started, files)) files.push_back(std::move(file));
-  report_traces(files, output, status);
-  return exit_code;
+  const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });
+  if (!live_metrics.no_trace) {
+    for (TraceFile& file : unreported_traces(output, started, files)) files.push_back(std::move(file));
+    report_traces(files, output, status);
+  } else {
+    for (const TraceFile& file : files) {
+      if (!file.failure.empty()) std::fprintf(stderr, "cudascope: process %ld: %s\n", file.pid, file.failure.c_str());
+    }
+  }
+  if (!failed) return exit_code;
+  // The program's status is still told; run's own says the recording failed.
+  std::fprintf(stderr, "cudascope: the program %s %d; recording failed, so run exits with %d\n",
+               WIFEXITED(status) ? "exited with status" : "ended by signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+               exit_code != 0 ? exit_code : 1);
+  return exit_code != 0 ? exit_code : 1;
 }
 
 }  // namespace

@@ -1,18 +1,23 @@
 // `cudascope trace --pid PID --duration 10s -o window.json`: a trace window of a running
 // program recorded with live metrics only (`cudascope run --metrics ADDR:PORT --no-trace`).
-// Asks the program's metrics port (found in its environment, reached over loopback) for
-// GET /trace?duration=S&output=PATH, then waits until the window is written.
+// Reads the program's metrics address and its job token from its environment (which only
+// the job's user, or root, may read: that is what makes the caller the owner), asks over
+// loopback for GET /trace?token=T&duration=S, waits until the window is written into the
+// job's window directory (inject/trace_window.h), then copies it to -o and removes it.
 #include "checks.h"
 #include "command.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -70,8 +75,13 @@ int program_pid(int pid, int depth = 0) {
   return pid;
 }
 
-// The loopback port of the program's metrics server, from CUDASCOPE_METRICS.
-int metrics_port(int pid) {
+struct Endpoint {
+  int port = 0;
+  std::string token;  // the job's, for /trace
+};
+
+// The loopback port of the program's metrics server, from CUDASCOPE_METRICS, and its token.
+Endpoint trace_endpoint(int pid) {
   const auto env = environment_of(program_pid(pid));
   const std::string who = "--pid " + std::to_string(pid);
   const auto bind = env.find("CUDASCOPE_METRICS");
@@ -82,6 +92,11 @@ int metrics_port(int pid) {
   if (env.count("CUDASCOPE_NO_TRACE") == 0) {
     throw std::runtime_error(who + ": the process already records a full trace (run it with --no-trace for windows)");
   }
+  const auto token = env.find("CUDASCOPE_TRACE_TOKEN");
+  if (token == env.end() || token->second.empty()) {
+    throw std::runtime_error(who + ": the process has no trace-window token (start it with `cudascope run --metrics "
+                             "127.0.0.1:PORT --no-trace -- ...` of this version)");
+  }
   const std::size_t colon = bind->second.rfind(':');
   const std::string host = bind->second.substr(0, colon);
   const int port = colon == std::string::npos ? 0 : std::atoi(bind->second.c_str() + colon + 1);
@@ -90,7 +105,7 @@ int metrics_port(int pid) {
     throw std::runtime_error(who + ": its metrics address " + bind->second +
                              " is not reachable over IPv4 loopback (trace windows answer loopback clients only)");
   }
-  return port;
+  return {port, token->second};
 }
 
 // GET `path` from 127.0.0.1:port: {status, body}; status 0 when the program did not answer.
@@ -118,48 +133,91 @@ std::pair<int, std::string> http_get(int port, const std::string& path) {
   return {std::atoi(response.c_str() + 9), response.substr(body + 4)};
 }
 
-std::string url_encode(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '/' || c == '_' || c == '-' || c == '.') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
+// The line of the /trace status that starts with `key` ("last", "failed"), without the key.
+std::string status_field(const std::string& status, const std::string& key) {
+  const std::string prefix = key + " ";
+  for (std::size_t at = 0; at < status.size();) {
+    const std::size_t eol = std::min(status.find('\n', at), status.size());
+    if (status.compare(at, prefix.size(), prefix) == 0) return status.substr(at + prefix.size(), eol - at - prefix.size());
+    at = eol + 1;
   }
-  return out;
+  return {};
+}
+
+// Copies the window file to -o (written as any output: through a link, over a file), every
+// write checked, then removes the window file.
+void deliver(const std::string& window, const std::string& output) {
+  const int in = open(window.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (in < 0) throw std::runtime_error("cannot read the window " + window + ": " + std::strerror(errno));
+  const int out = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (out < 0) {
+    const int error = errno;
+    close(in);
+    throw std::runtime_error("cannot write '" + output + "': " + std::strerror(error) + " (the window is in " + window + ")");
+  }
+  std::string problem;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = read(in, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) problem = "cannot read the window " + window + ": " + std::strerror(errno);
+    if (n <= 0) break;
+    for (ssize_t done = 0; done < n && problem.empty();) {
+      const ssize_t w = write(out, buffer + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) problem = "cannot write '" + output + "': " + std::strerror(w < 0 ? errno : ENOSPC);
+      else done += w;
+    }
+    if (!problem.empty()) break;
+  }
+  close(in);
+  if (close(out) != 0 && problem.empty()) problem = "cannot write '" + output + "': " + std::strerror(errno);
+  if (!problem.empty()) throw std::runtime_error(problem + " (the window is in " + window + ")");
+  unlink(window.c_str());
 }
 
 int record_window(const TraceOptions& options) {
   const double seconds = parse_duration(options.duration);
-  const int port = metrics_port(options.pid);
   const std::string output = std::filesystem::absolute(options.output).string();
-  const auto before = http_get(port, "/trace");
+  if (const std::string problem = cudascope::cli::output_file_problem(output); !problem.empty()) {
+    throw std::runtime_error("-o " + output + ": " + problem);
+  }
+  const Endpoint endpoint = trace_endpoint(options.pid);
+  const std::string token = "token=" + endpoint.token;
+  const auto before = http_get(endpoint.port, "/trace?" + token);
   if (before.first != 200) throw std::runtime_error("the program's /trace did not answer: " + before.second);
   char number[32];
   std::snprintf(number, sizeof number, "%.3f", seconds);
-  const auto started = http_get(port, "/trace?duration=" + std::string(number) + "&output=" + url_encode(output));
-  if (started.first != 200) throw std::runtime_error("-o " + output + ": " + started.second);
+  const bool gzip = output.ends_with(".gz");
+  const auto started = http_get(endpoint.port, "/trace?" + token + "&duration=" + number + (gzip ? "&gzip=1" : ""));
+  if (started.first != 200 || started.second.rfind("recording ", 0) != 0) {
+    throw std::runtime_error("the program did not start a window: " + started.second);
+  }
+  std::string window = started.second.substr(10);
+  while (!window.empty() && window.back() == '\n') window.pop_back();
   std::fprintf(stderr, "cudascope: recording process %d for %s into %s\n", options.pid, options.duration.c_str(),
-               output.c_str());
+               window.c_str());
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   // The window closes at the program's next flush (every 200 ms); allow for a busy machine.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    const auto status = http_get(port, "/trace");
+    const auto status = http_get(endpoint.port, "/trace?" + token);
     if (status.first == 0) {
+      deliver(window, output);
       std::fprintf(stderr, "cudascope: the program ended; %s holds what it recorded\n", output.c_str());
       return 0;
     }
     if (status.second.rfind("idle", 0) == 0) {
+      if (status_field(status.second, "last") == window && !status_field(status.second, "failed").empty()) {
+        throw std::runtime_error("the window " + window + " stopped early: " + status_field(status.second, "failed"));
+      }
+      deliver(window, output);
       std::fprintf(stderr, "cudascope: trace window written to %s\n", output.c_str());
       return 0;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  throw std::runtime_error("the window into " + output + " did not close within 30 s of its end");
+  throw std::runtime_error("the window " + window + " did not close within 30 s of its end");
 }
 
 }  // namespace

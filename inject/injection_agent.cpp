@@ -1,9 +1,11 @@
 #include "injection_agent.h"
+#include "guarded_sink.h"
 #include "lazy_trace_sink.h"
 #include "live_metrics.h"
 
 #include <cudascope/exporters/chrome_trace_writer.h>
 #include <cudascope/exporters/trace_path.h>
+#include <cudascope/util/env_value.h>
 
 #include <sys/stat.h>
 
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -21,17 +24,8 @@
 namespace cudascope::inject {
 namespace {
 
-double env_seconds(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return 0.0;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  if (*end != '\0' || value < 0) {
-    std::fprintf(stderr, "cudascope: %s='%s' is not a number of seconds; ignored\n", name, text);
-    return 0.0;
-  }
-  return value;
-}
+// CUDASCOPE_DELAY and CUDASCOPE_DURATION: at most a week, as `cudascope run` takes them.
+constexpr double kMaxSeconds = 7 * 24 * 3600;
 
 // Whether `path` was modified at or after `since` (CLOCK_REALTIME_COARSE, the clock file
 // times are taken from).
@@ -49,9 +43,14 @@ bool written_since(const std::string& path, const timespec& since) {
 // its trace and ended since, releasing its claim: its file, written since, is treated as
 // claimed too (rather than overwritten), as the claim taken at the start used to.
 std::string trace_path(const timespec& recording_since) {
-  const char* text = std::getenv("CUDASCOPE_TRACE");
-  const std::string pattern = text != nullptr && *text != '\0' ? text : "cudascope-%p.json";
-  const char* owner = std::getenv("CUDASCOPE_TRACE_PID");
+  const std::string text = util::env_text("CUDASCOPE_TRACE").value_or("");
+  const std::string pattern = !text.empty() ? text : "cudascope-%p.json";
+  std::string owner;
+  try {
+    if (const auto pid = util::env_count("CUDASCOPE_TRACE_PID", 1, INT32_MAX)) owner = std::to_string(*pid);
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; ignored\n", e.what());
+  }
   const exporters::TracePathFields fields = exporters::TracePathFields::of_this_process();
   const std::string expanded = exporters::expand_trace_path(pattern, fields);
   if (written_since(expanded, recording_since)) {
@@ -59,21 +58,30 @@ std::string trace_path(const timespec& recording_since) {
     exporters::claim_trace_path(own);
     return own;
   }
-  return exporters::choose_trace_path(pattern, owner != nullptr ? owner : "", fields);
+  return exporters::choose_trace_path(pattern, owner, fields);
 }
 
 // CUDASCOPE_PROGRESS_FD="fd:inode": the pipe `cudascope run` reads. A process further down
 // (torchrun's workers, started with close_fds) may have that number on a file of its own,
 // so the descriptor is used only while it is still that pipe.
 int progress_descriptor() {
-  const char* text = std::getenv("CUDASCOPE_PROGRESS_FD");
-  if (text == nullptr || *text == '\0') return -1;
-  char* end = nullptr;
-  const long fd = std::strtol(text, &end, 10);
-  struct stat status {};
-  if (fd < 0 || fstat(static_cast<int>(fd), &status) != 0 || !S_ISFIFO(status.st_mode)) return -1;
-  if (*end == ':' && std::strtoull(end + 1, nullptr, 10) != static_cast<unsigned long long>(status.st_ino)) return -1;
-  return static_cast<int>(fd);
+  const std::string text = util::env_text("CUDASCOPE_PROGRESS_FD").value_or("");
+  if (text.empty()) return -1;
+  const std::size_t colon = text.find(':');
+  try {
+    const auto fd = util::parse_env_count("CUDASCOPE_PROGRESS_FD", text.substr(0, colon), 0, INT32_MAX);
+    struct stat status {};
+    if (fstat(static_cast<int>(fd), &status) != 0 || !S_ISFIFO(status.st_mode)) return -1;
+    if (colon != std::string::npos &&
+        util::parse_env_count("CUDASCOPE_PROGRESS_FD", text.substr(colon + 1), 0, UINT64_MAX) != status.st_ino) {
+      return -1;
+    }
+    return static_cast<int>(fd);
+  } catch (const util::EnvError&) {
+    std::fprintf(stderr, "cudascope: %s is not a descriptor (FD or FD:INODE); progress is not reported\n",
+                 util::env_shown("CUDASCOPE_PROGRESS_FD", text).c_str());
+    return -1;
+  }
 }
 
 // One line on the progress pipe; lines are shorter than PIPE_BUF, so the lines of several
@@ -132,14 +140,21 @@ void InjectionAgent::ensure_started() noexcept {
   std::lock_guard lock(mutex_);
   if (configured_) return;
   configured_ = true;
+  double delay = 0, duration = 0;
   try {
-    if (const char* list = std::getenv("CUDASCOPE_ACTIVITIES"); list != nullptr && *list != '\0') {
-      options_.activities = profiler::ActivitySet::parse(list);
+    // A value that cannot be used refuses the recording (rather than record what was not
+    // asked for: CUDASCOPE_DELAY=inf never records), named on stderr.
+    if (const auto list = util::env_text("CUDASCOPE_ACTIVITIES")) {
+      try {
+        options_.activities = profiler::ActivitySet::parse(*list);
+      } catch (const std::invalid_argument& e) {
+        throw util::EnvError(util::env_shown("CUDASCOPE_ACTIVITIES", *list) + ": " + e.what());
+      }
     }
-    if (const char* bytes = std::getenv("CUDASCOPE_CUPTI_BUFFER"); bytes != nullptr && *bytes != '\0') {
-      options_.cupti_buffer_bytes = std::strtoull(bytes, nullptr, 10);
-      if (options_.cupti_buffer_bytes < 4096) options_.cupti_buffer_bytes = 4096;
-    }
+    if (const auto bytes = util::env_count("CUDASCOPE_CUPTI_BUFFER", 4096, 1u << 30)) options_.cupti_buffer_bytes = *bytes;
+    delay = util::env_seconds("CUDASCOPE_DELAY", kMaxSeconds).value_or(0);
+    duration = util::env_seconds("CUDASCOPE_DURATION", kMaxSeconds).value_or(0);
+    metrics_wanted_ = !util::env_text("CUDASCOPE_METRICS").value_or("").empty();
     progress_fd_ = progress_descriptor();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
@@ -160,8 +175,6 @@ void InjectionAgent::ensure_started() noexcept {
     };
   }
   install_exit_handlers();
-  const double delay = env_seconds("CUDASCOPE_DELAY");
-  const double duration = env_seconds("CUDASCOPE_DURATION");
   if (delay > 0) {
     std::thread([delay] {
       std::this_thread::sleep_for(std::chrono::duration<double>(delay));
@@ -199,9 +212,13 @@ void InjectionAgent::start_locked() noexcept {
       });
       lazy_trace_ = trace.get();
     }
-    auto sink = open_recording_sinks(std::move(trace), options_);  // with live metrics under CUDASCOPE_METRICS
+    const auto on_failure = [this](const std::string& error) { trace_failed(error); };
+    std::unique_ptr<profiler::TraceSink> guarded;
+    if (trace) guarded = std::make_unique<GuardedSink>(std::move(trace), on_failure);
+    // With live metrics under CUDASCOPE_METRICS; they go on when the trace fails.
+    auto sink = open_recording_sinks(std::move(guarded), options_);
     session_ = std::make_unique<profiler::Session>(options_);
-    session_->start(std::move(sink));
+    session_->start(std::make_unique<GuardedSink>(std::move(sink), on_failure));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
     session_.reset();
@@ -214,6 +231,32 @@ void InjectionAgent::start_locked() noexcept {
       session_->attach_cupti();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "cudascope: recording without device activity: %s\n", e.what());
+    }
+  }
+}
+
+// On the session's writer thread (GuardedSink): the trace could not be written on.
+void InjectionAgent::trace_failed(const std::string& error) noexcept {
+  std::string path;
+  {
+    std::lock_guard path_lock(path_mutex_);
+    path = path_;
+  }
+  std::fprintf(stderr, "cudascope: stopped recording process %ld: %s; the program goes on unrecorded\n",
+               static_cast<long>(getpid()), error.c_str());
+  // "failed PID PATH\tERROR": one line shorter than PIPE_BUF, so it never interleaves.
+  std::string line = "failed " + std::to_string(getpid()) + " " + path + "\t" + error;
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  if (line.size() > 1000) line.resize(1000);
+  report(progress_fd_, line + "\n");
+  // Nothing else reads the records (no live metrics): stop recording, off this thread (the
+  // writer thread cannot join itself).
+  if (!metrics_wanted_) {
+    try {
+      std::thread([] { InjectionAgent::instance().finish(); }).detach();
+    } catch (const std::exception&) {
     }
   }
 }

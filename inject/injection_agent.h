@@ -14,14 +14,20 @@
 //                               worker it started) writes path with ".<pid>" before the extension
 //   CUDASCOPE_ACTIVITIES=list   see ActivitySet::parse (default: ActivitySet::defaults())
 //   CUDASCOPE_DELAY=s, CUDASCOPE_DURATION=s   record from s seconds after load, for s seconds
-//   CUDASCOPE_CUPTI_BUFFER=bytes              each CUPTI activity buffer (default 8 MiB)
+//                               (finite, 0 to 604800)
+//   CUDASCOPE_CUPTI_BUFFER=bytes              each CUPTI activity buffer (4096 to 2^30, default 8 MiB)
+//   Each is read by util/env_value.h; a value it refuses is named on stderr and the process is
+//   not recorded (rather than recorded otherwise than asked).
 //   CUDASCOPE_PROGRESS_FD=fd[:inode]   the pipe of `cudascope run` (used only while fd is
 //                               still that pipe): "trace <pid> <path>\n" when the trace file is
-//                               opened, and "<events> <dropped> <pid>\n" after each flush
-//                               once it is
+//                               opened, "<events> <dropped> <pid>\n" after each flush once it
+//                               is, and "failed <pid> <path>\t<error>\n" when it cannot be
+//                               written on
 //
 // Thread-safety: every method may be called from any thread; they serialise on one mutex.
-// A failure never stops the program being recorded: it is reported on stderr.
+// A failure never stops the program being recorded: it is reported on stderr. A trace that
+// cannot be written on (a full disk) ends at its last whole event, closed, and recording stops
+// (live metrics, if served, go on).
 
 #include <cudascope/profiler/session.h>
 
@@ -50,6 +56,8 @@ class InjectionAgent {
  private:
   InjectionAgent() = default;
   void start_locked() noexcept;
+  // A write error ended the trace (guarded_sink.h): says so on stderr and to `cudascope run`.
+  void trace_failed(const std::string& error) noexcept;
   void install_exit_handlers() noexcept;
 
   std::mutex mutex_;
@@ -59,6 +67,7 @@ class InjectionAgent {
   bool configured_ = false;
   bool finished_ = false;
   bool cupti_wanted_ = false;
+  bool metrics_wanted_ = false;  // CUDASCOPE_METRICS: records also feed live metrics
   profiler::SourceKind source_ = profiler::SourceKind::kNone;
   int progress_fd_ = -1;
   LazyTraceSink* lazy_trace_ = nullptr;  // the trace inside session_'s sink; null without a trace

@@ -7,17 +7,17 @@
 #include "trace_window.h"
 #endif
 
+#include <cudascope/util/env_value.h>
+
+#include <fcntl.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace cudascope::inject {
 namespace {
-
-const char* env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
 
 class NullSink final : public profiler::TraceSink {
  public:
@@ -41,17 +41,39 @@ class SharedSink final : public profiler::TraceSink {
   std::shared_ptr<profiler::TraceSink> sink_;
 };
 
+// The windows of a metrics-only recording, when the job was given a token and a directory
+// (`cudascope run --no-trace` gives both); else none, and the reason on stderr.
+std::shared_ptr<TraceWindows> trace_windows() {
+  const std::string token = util::env_text("CUDASCOPE_TRACE_TOKEN").value_or("");
+  const std::string directory = util::env_text("CUDASCOPE_TRACE_WINDOW_DIR").value_or("");
+  if (token.size() < 16 || directory.empty() || directory.front() != '/') {
+    std::fprintf(stderr, "cudascope: no trace windows in this process: they need CUDASCOPE_TRACE_TOKEN (16 characters "
+                         "or more) and an absolute CUDASCOPE_TRACE_WINDOW_DIR, as `cudascope run --no-trace` sets\n");
+    return nullptr;
+  }
+  // Opened now: the directory is fixed when the job starts, whatever its path names later.
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    std::fprintf(stderr, "cudascope: no trace windows: cannot open the directory %s: %s\n",
+                 util::env_shown("CUDASCOPE_TRACE_WINDOW_DIR", directory).c_str(), std::strerror(errno));
+    return nullptr;
+  }
+  return std::make_shared<TraceWindows>(fd, directory);
+}
+
 std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::TraceSink> trace, const char* bind,
                                                   profiler::SessionOptions& options) {
   metrics::ProfileMetricsOptions metric_options;
-  if (const char* top = env("CUDASCOPE_METRICS_TOP")) {
-    char* end = nullptr;
-    const unsigned long n = std::strtoul(top, &end, 10);
-    if (*end == '\0' && n <= 1000) metric_options.top_names = n;
-    else std::fprintf(stderr, "cudascope: CUDASCOPE_METRICS_TOP='%s' is not a count from 0 to 1000; using 20\n", top);
+  try {
+    if (const auto top = util::env_count("CUDASCOPE_METRICS_TOP", 0, 1000)) metric_options.top_names = *top;
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; using %zu\n", e.what(), metric_options.top_names);
   }
-  const char* label = env("CUDASCOPE_METRICS_LABEL_NVTX");
-  metric_options.label_nvtx = label != nullptr && std::strcmp(label, "0") != 0;
+  try {
+    metric_options.label_nvtx = util::env_flag("CUDASCOPE_METRICS_LABEL_NVTX").value_or(false);
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; kernels are not labelled with NVTX ranges\n", e.what());
+  }
   metric_options.labels = metrics::ProcessLabels::from_environment();
   auto live = std::make_shared<metrics::ProfileMetrics>(metric_options);
   try {
@@ -64,9 +86,10 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
   }
   if (!trace) {
     // Metrics only: trace windows on request (trace_window.h) take the records' other path.
-    auto windows = std::make_shared<TraceWindows>();
-    serve_trace_windows(windows, bind);
-    trace = std::make_unique<SharedSink>(windows);
+    if (auto windows = trace_windows()) {
+      serve_trace_windows(windows, bind, util::env_text("CUDASCOPE_TRACE_TOKEN").value_or(""));
+      trace = std::make_unique<SharedSink>(windows);
+    }
   }
   options.on_flush = [live, previous = options.on_flush](const profiler::SessionStats& stats) {
     live->set_session_stats(stats);
@@ -78,19 +101,16 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
 
 }  // namespace
 
-bool trace_wanted() {
-  const char* no_trace = env("CUDASCOPE_NO_TRACE");
-  return no_trace == nullptr || std::strcmp(no_trace, "0") == 0;
-}
+bool trace_wanted() { return !util::env_flag("CUDASCOPE_NO_TRACE").value_or(false); }
 
 std::unique_ptr<profiler::TraceSink> open_recording_sinks(std::unique_ptr<profiler::TraceSink> trace,
                                                           profiler::SessionOptions& options) {
-  const char* bind = env("CUDASCOPE_METRICS");
+  const std::string bind = util::env_text("CUDASCOPE_METRICS").value_or("");
 #if CUDASCOPE_INJECT_METRICS
-  if (bind != nullptr) trace = with_metrics(std::move(trace), bind, options);
+  if (!bind.empty()) trace = with_metrics(std::move(trace), bind.c_str(), options);
 #else
   (void)options;
-  if (bind != nullptr) std::fprintf(stderr, "cudascope: CUDASCOPE_METRICS ignored: built without the Prometheus exporter\n");
+  if (!bind.empty()) std::fprintf(stderr, "cudascope: CUDASCOPE_METRICS ignored: built without the Prometheus exporter\n");
 #endif
   if (!trace) trace = std::make_unique<NullSink>();  // neither trace nor metrics: records go nowhere
   return trace;

@@ -6,11 +6,14 @@
 //
 // Environment (`cudascope run --metrics ...` sets these):
 //   CUDASCOPE_METRICS=address:port   serve /metrics there (loopback unless the address says otherwise)
-//   CUDASCOPE_METRICS_TOP=N          kernel and NVTX range names with their own series (default 20)
+//   CUDASCOPE_METRICS_TOP=N          kernel and NVTX range names with their own series (0-1000, default 20)
 //   CUDASCOPE_METRICS_LABEL_NVTX=1   label kernels with the innermost NVTX range of their launch
+// (each read by util/env_value.h: a bad value is named on stderr and the default used)
 //   CUDASCOPE_JOB=name               a job label on every series
 //   CUDASCOPE_NO_TRACE=1             metrics only: no trace file, but trace windows on request
-//                                    (GET /trace?duration=S&output=PATH, see trace_window.h)
+//                                    (GET /trace?token=T&duration=S, see trace_window.h)
+//   CUDASCOPE_TRACE_TOKEN=T, CUDASCOPE_TRACE_WINDOW_DIR=/dir   the job's token and the directory
+//                                    windows are written into (trace_window.h)
 //
 // A failure to serve (the port is taken, e.g. by another process of the same program) is
 // reported on stderr and recording goes on without metrics.
@@ -22,7 +25,8 @@
 
 namespace cudascope::inject {
 
-// Whether this process writes a trace file (false with CUDASCOPE_NO_TRACE=1).
+// Whether this process writes a trace file (false with CUDASCOPE_NO_TRACE=1). Throws
+// util::EnvError for a value that is not a flag (1/0, true/false, yes/no, on/off).
 bool trace_wanted();
 
 // The sink a recording writes to: `trace` (null under CUDASCOPE_NO_TRACE) and, with

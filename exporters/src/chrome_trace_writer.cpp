@@ -2,8 +2,10 @@
 
 #include "chrome_trace_common.h"
 #include "flow_pairing.h"
+#include "trace_output.h"
 
 #include <cxxabi.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <climits>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <system_error>
 
 namespace cudascope::exporters {
 using detail::append_int;
@@ -64,7 +67,7 @@ std::string thread_name_of(std::uint32_t pid, std::uint32_t tid) {
 }
 }  // namespace
 
-ChromeTraceWriter::ChromeTraceWriter(std::unique_ptr<util::OutputFile> output) : output_(std::move(output)) {}
+ChromeTraceWriter::ChromeTraceWriter(std::unique_ptr<detail::TraceOutput> output) : output_(std::move(output)) {}
 
 ChromeTraceWriter::~ChromeTraceWriter() {
   if (!ended_ && !first_event_) {
@@ -76,10 +79,46 @@ ChromeTraceWriter::~ChromeTraceWriter() {
 }
 
 std::unique_ptr<profiler::TraceSink> open_chrome_trace(const std::string& path) {
-  return std::make_unique<ChromeTraceWriter>(std::make_unique<util::OutputFile>(path));
+  return std::make_unique<ChromeTraceWriter>(detail::TraceOutput::create(path));
+}
+
+std::unique_ptr<profiler::TraceSink> create_chrome_trace_in(int directory_fd, const std::string& name,
+                                                            const std::string& shown_path) {
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+    throw std::system_error(EINVAL, std::generic_category(), "cannot create '" + shown_path + "': not a file name");
+  }
+  const int fd = openat(directory_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot create '" + shown_path + "'");
+  return std::make_unique<ChromeTraceWriter>(std::make_unique<detail::TraceOutput>(fd, shown_path, name.ends_with(".gz")));
+}
+
+template <class Step>
+void ChromeTraceWriter::guarded(Step&& step) {
+  if (failed_) return;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    stop_after_failure(e.what());
+  }
+}
+
+void ChromeTraceWriter::stop_after_failure(const std::string& error) {
+  failed_ = true;
+  ended_ = true;
+  buffer_.clear();
+  events_.store(events_flushed_, std::memory_order_relaxed);
+  // No event count: a plain file keeps the events written whole before the error, beyond
+  // those of the last flush (trace_output.h).
+  std::string tail = "\n],\"cudascopeSummary\":{\"complete\":false,\"error\":";
+  append_json_string(tail, error);
+  tail += "}}\n";
+  const bool closed = output_->close_at_checkpoint(tail);
+  throw std::runtime_error(error + (closed ? "; the trace stops at its last whole event, closed there"
+                                           : "; the trace stops at its last flush, not closed"));
 }
 
 void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
+  if (failed_) return;
   info_ = info;
   pid_ = info.process_id;
   // Flow arrows need the launch calls: only traces recording runtime API calls pair them.
@@ -206,10 +245,12 @@ void ChromeTraceWriter::flow_arrow(const detail::FlowPair& pair) {
 }
 
 void ChromeTraceWriter::write(const Record* records, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    if (records[i].kind == RecordKind::kText) continue;
-    write_record(records[i], records + i + 1, count - i - 1);
-  }
+  guarded([&] {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (records[i].kind == RecordKind::kText) continue;
+      write_record(records[i], records + i + 1, count - i - 1);
+    }
+  });
 }
 
 // `next`/`available`: the records after r, where a long NVTX text continues.
@@ -246,13 +287,16 @@ void ChromeTraceWriter::write_record(const Record& r, const Record* next, std::s
 }
 
 void ChromeTraceWriter::flush() {
-  output_->write(buffer_);
-  buffer_.clear();
-  output_->flush();
+  guarded([&] {
+    output_->write(buffer_);
+    buffer_.clear();
+    output_->checkpoint();
+    events_flushed_ = events_.load(std::memory_order_relaxed);
+  });
 }
 
 void ChromeTraceWriter::end(const profiler::TraceSummary& summary) {
-  if (ended_) return;
+  if (ended_ || failed_) return;
   ended_ = true;
   const std::uint64_t end_ns = summary.end_ns > last_ts_ns_ ? summary.end_ns : last_ts_ns_;
   // Ranges still open when recording stopped end there, so every "B" has its "E".
@@ -298,8 +342,10 @@ void ChromeTraceWriter::end(const profiler::TraceSummary& summary) {
   buffer_ += ",\"cupti\":";
   append_int(buffer_, summary.dropped_cupti);
   buffer_ += "},\"complete\":true}}\n";
-  flush();
-  output_->close();
+  guarded([&] {
+    output_->close(buffer_);
+    buffer_.clear();
+  });
 }
 
 }  // namespace cudascope::exporters

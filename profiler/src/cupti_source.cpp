@@ -3,6 +3,7 @@
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/profiler/external_correlation.h>
 #include <cudascope/profiler/record_buffers.h>
+#include <cudascope/util/env_value.h>
 
 #include <cupti.h>
 
@@ -97,8 +98,12 @@ const std::vector<CUpti_CallbackId>& picked_runtime_callbacks(const ActivitySet&
 }
 
 bool discard_requested() {
-  const char* value = std::getenv("CUDASCOPE_CUPTI_DISCARD");
-  return value != nullptr && std::strcmp(value, "1") == 0;
+  try {
+    return util::env_cupti_discard().value_or(false);
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; CUPTI's records are kept\n", e.what());
+    return false;
+  }
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include <cudascope/cuda/instrumentation.h>
+#include <cudascope/util/env_value.h>
 
 #include <time.h>
 #include <unistd.h>
@@ -42,8 +43,11 @@ TscClock tsc_clock;
 constexpr std::uint64_t kCalibrationNs = 20000000;
 
 bool invariant_tsc() {
-  const char* choice = std::getenv("CUDASCOPE_CLOCK");
-  if (choice != nullptr && std::string(choice) == "monotonic") return false;
+  try {
+    if (util::env_clock().value_or("tsc") == "monotonic") return false;
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; using the default clock\n", e.what());
+  }
   std::FILE* cpuinfo = std::fopen("/proc/cpuinfo", "r");
   if (cpuinfo == nullptr) return false;
   char line[8192];

@@ -3,6 +3,7 @@
 #include "check.h"
 
 #include <cudascope/util/library_path.h>
+#include <cudascope/util/env_value.h>
 
 #include <dlfcn.h>
 
@@ -28,8 +29,9 @@ void* find_symbol(void* library, std::initializer_list<const char*> names) {
 }
 
 void start_metrics_from_environment() {
-  const char* bind = std::getenv("CUDASCOPE_METRICS");
-  if (bind == nullptr || *bind == '\0') return;
+  const std::string bind_text = util::env_text("CUDASCOPE_METRICS").value_or("");
+  if (bind_text.empty()) return;
+  const char* bind = bind_text.c_str();
   // A failure here must not stop the program it observes: say why and carry on.
   const std::string path = util::library_beside_runtime("libcudascope_metrics.so");
   std::string error = "not built?";
@@ -51,14 +53,13 @@ namespace {
 // CUDA_INJECTION64_PATH; when only CUDASCOPE_TRACE is set, point the injection variables at
 // the library beside this one before anything initialises CUDA or NVTX.
 std::string injection_library() {
-  if (const char* explicit_path = std::getenv("CUDASCOPE_INJECT_LIBRARY")) return explicit_path;
+  if (const auto explicit_path = util::env_text("CUDASCOPE_INJECT_LIBRARY")) return *explicit_path;
   return util::library_beside_runtime("libcudascope_inject.so");
 }
 
 // Runs when the runtime library is loaded.
 const bool trace_from_environment = [] {
-  const char* trace = std::getenv("CUDASCOPE_TRACE");
-  if (trace == nullptr || *trace == '\0' || std::getenv("CUDA_INJECTION64_PATH") != nullptr) return false;
+  if (util::env_text("CUDASCOPE_TRACE").value_or("").empty() || std::getenv("CUDA_INJECTION64_PATH") != nullptr) return false;
   const std::string library = injection_library();
   if (library.empty()) return false;
   setenv("CUDA_INJECTION64_PATH", library.c_str(), 0);

@@ -7,6 +7,7 @@
 #include <cudascope/cuda/host_memory.h>
 #include <cudascope/cuda/memory.h>
 #include <cudascope/cuda/telemetry.h>
+#include <cudascope/util/env_value.h>
 
 #include <unistd.h>
 
@@ -267,7 +268,7 @@ ProcessLabels ProcessLabels::from_environment(const std::string& job) {
   labels.pid = std::to_string(getpid());
   labels.rank = env("RANK");
   labels.local_rank = env("LOCAL_RANK");
-  labels.job = job.empty() ? env("CUDASCOPE_JOB") : job;
+  labels.job = job.empty() ? util::env_text("CUDASCOPE_JOB").value_or("") : job;
   return labels;
 }
 

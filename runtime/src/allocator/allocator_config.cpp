@@ -1,6 +1,7 @@
 // Parsing of the allocator configuration: PyTorch's lexer and rules (AllocatorConfig in
 // c10), with errors that name the variable, the key and the value at fault.
 #include <cudascope/cuda/allocator_config.h>
+#include <cudascope/util/env_value.h>
 
 #include "../check.h"
 
@@ -197,7 +198,7 @@ AllocatorConfig AllocatorConfig::parse(const std::string& text, const std::strin
 
 AllocatorConfig AllocatorConfig::from_environment() {
   for (const char* name : {"CUDASCOPE_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
-    if (const char* text = std::getenv(name)) return parse(text, name);
+    if (const auto text = util::env_text(name)) return parse(*text, name);
   }
   return AllocatorConfig{};
 }

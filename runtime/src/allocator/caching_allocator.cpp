@@ -11,6 +11,7 @@
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/memory.h>
+#include <cudascope/util/env_value.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -198,11 +199,11 @@ void* caching_allocator_alloc(std::size_t size, int device, std::optional<Stream
   try {
     return device_allocator(index).malloc(size, s.handle, s.id);
   } catch (const OutOfMemoryError&) {
-    if (const char* path = std::getenv("CUDASCOPE_OOM_SNAPSHOT"); path != nullptr && *path != '\0') {
+    if (const std::string path = util::env_text("CUDASCOPE_OOM_SNAPSHOT").value_or(""); !path.empty()) {
       try {
         memory::dump_snapshot(path);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "cudascope: CUDASCOPE_OOM_SNAPSHOT=%s could not be written: %s\n", path, e.what());
+        std::fprintf(stderr, "cudascope: CUDASCOPE_OOM_SNAPSHOT=%s could not be written: %s\n", path.c_str(), e.what());
       }
     }
     throw;

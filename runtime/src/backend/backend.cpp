@@ -3,6 +3,8 @@
 
 #include "../check.h"
 
+#include <cudascope/util/env_value.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -11,8 +13,12 @@ namespace cudascope::cuda::detail {
 namespace {
 
 std::unique_ptr<Backend> select_backend() {
-  const char* text = std::getenv("CUDASCOPE_BACKEND");
-  const std::string choice = (text == nullptr || *text == '\0') ? "cuda" : text;
+  std::string choice = "cuda";
+  try {
+    choice = util::env_backend().value_or("cuda");  // set but empty is not "unset"
+  } catch (const util::EnvError& e) {
+    throw_error(error_code::kInvalidValue, "CUDASCOPE_BACKEND", __FILE__, __LINE__, e.what());
+  }
   if (choice == "sim") return make_sim_backend();
   if (choice == "cuda" || choice == "auto") {
     if (choice == "auto" && !cuda_backend_has_device()) return make_sim_backend();
@@ -22,8 +28,7 @@ std::unique_ptr<Backend> select_backend() {
     throw_error(error_code::kInitializationError, "CUDASCOPE_BACKEND", __FILE__, __LINE__,
                 "CUDASCOPE_BACKEND=cuda, but this build of cudascope has no cuda backend (use sim or auto)");
   }
-  throw_error(error_code::kInvalidValue, "CUDASCOPE_BACKEND", __FILE__, __LINE__,
-              "CUDASCOPE_BACKEND='" + choice + "' is not a backend; valid: cuda, sim, auto");
+  return make_sim_backend();  // not reached: env_backend() takes only the three
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "../tool_loader.h"
 
 #include <cudascope/cuda/instrumentation.h>
+#include <cudascope/util/env_value.h>
 
 
 #include <unistd.h>
@@ -35,27 +36,26 @@ constexpr int kDefaultDevices = 2;
 constexpr std::size_t kDefaultCapacity = 16ULL << 30;
 
 int read_device_count() {
-  const char* text = std::getenv("CUDASCOPE_SIM_DEVICES");
-  if (text == nullptr || *text == '\0') return kDefaultDevices;
-  char* end = nullptr;
-  const long count = std::strtol(text, &end, 10);
-  CUDASCOPE_CHECK(*end == '\0' && count >= 1 && count <= 64, error_code::kInvalidValue, "CUDASCOPE_SIM_DEVICES",
-                  std::string("CUDASCOPE_SIM_DEVICES='") + text + "' must be a number from 1 to 64");
-  return static_cast<int>(count);
+  try {
+    return static_cast<int>(util::env_sim_devices().value_or(kDefaultDevices));
+  } catch (const util::EnvError& e) {
+    throw_error(error_code::kInvalidValue, "CUDASCOPE_SIM_DEVICES", __FILE__, __LINE__, e.what());
+  }
 }
 
 std::size_t read_capacity() {
-  const char* text = std::getenv("CUDASCOPE_SIM_MEMORY");
-  if (text == nullptr || *text == '\0') return kDefaultCapacity;
-  return parse_byte_size(text, "CUDASCOPE_SIM_MEMORY");
+  const auto text = util::env_text("CUDASCOPE_SIM_MEMORY");
+  if (!text) return kDefaultCapacity;
+  return parse_byte_size(text->c_str(), "CUDASCOPE_SIM_MEMORY");
 }
 
 // CUDASCOPE_SIM_MALLOC_LATENCY ("300us", "2ms", "1s"; default 0): how long the simulated
 // cudaMalloc takes, for studies of allocator behaviour under a driver's real cost (on a GPU a
 // cudaMalloc takes tens of microseconds to milliseconds).
 std::chrono::microseconds read_malloc_latency() {
-  const char* text = std::getenv("CUDASCOPE_SIM_MALLOC_LATENCY");
-  if (text == nullptr || *text == '\0') return std::chrono::microseconds(0);
+  const auto set = util::env_text("CUDASCOPE_SIM_MALLOC_LATENCY");
+  if (!set) return std::chrono::microseconds(0);
+  const char* text = set->c_str();
   char* end = nullptr;
   const long long value = std::strtoll(text, &end, 10);
   const std::string unit = end != nullptr ? end : "";

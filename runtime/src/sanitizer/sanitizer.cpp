@@ -4,6 +4,7 @@
 #include "tensor_accesses.h"
 
 #include <cudascope/cuda/sanitizer.h>
+#include <cudascope/util/env_value.h>
 
 #include <cinttypes>
 #include <cstdio>
@@ -243,8 +244,13 @@ namespace {
 // CUDASCOPE_CUDA_SANITIZER=1 enables print mode when the runtime loads (torch reads
 // TORCH_CUDA_SANITIZER the same way; that name is left to torch).
 const bool enabled_from_environment = [] {
-  const char* value = std::getenv("CUDASCOPE_CUDA_SANITIZER");
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "0") == 0) return false;
+  // Read while the runtime loads: a bad value is named and ignored, never thrown from here.
+  try {
+    if (!util::env_cuda_sanitizer().value_or(false)) return false;
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; the sanitizer stays off\n", e.what());
+    return false;
+  }
   enable_cuda_sanitizer(OnRace::kPrint);
   return true;
 }();

@@ -1,5 +1,6 @@
 #include <cudascope/util/input_budget.h>
 #include <cudascope/util/byte_format.h>
+#include <cudascope/util/env_value.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,11 +11,10 @@
 namespace cudascope::util {
 
 uint64_t input_budget() {
-  if (const char* env = std::getenv("CUDASCOPE_INPUT_BUDGET"); env != nullptr && *env != '\0') {
+  if (const auto env = env_text("CUDASCOPE_INPUT_BUDGET")) {
     uint64_t bytes = 0;
-    if (!parse_byte_size(env, bytes) || bytes == 0)
-      throw std::invalid_argument(std::string("CUDASCOPE_INPUT_BUDGET='") + env +
-                                  "' is not a byte size such as 512MiB, 8GiB or 1048576");
+    if (!parse_byte_size(*env, bytes) || bytes == 0)
+      throw EnvError(env_shown("CUDASCOPE_INPUT_BUDGET", *env) + " is not a byte size such as 512MiB, 8GiB or 1048576");
     return bytes;
   }
   const long pages = sysconf(_SC_PHYS_PAGES);

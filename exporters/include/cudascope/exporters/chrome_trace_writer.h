@@ -15,10 +15,16 @@
 // and the "cudascope" summary (records, dropped, "complete": true) after the array. A killed
 // process leaves every flushed line; read_trace() closes such a file.
 //
+// A write error (a full disk, a file-size limit) ends the trace, never the process: the
+// file is cut back to the last event it holds whole (a gzip file: its last flush) and closed
+// there, its summary saying "complete":false and the error (trace_output.h keeps a little
+// room reserved for that); the call that met
+// the error throws std::runtime_error naming the file and the error, and every later call
+// does nothing. The writer never raises SIGXFSZ in the process.
+//
 // Thread-safety: as TraceSink (one writer thread); events_written() from any thread.
 
 #include <cudascope/profiler/trace_sink.h>
-#include <cudascope/util/output_file.h>
 
 #include <atomic>
 #include <map>
@@ -33,11 +39,13 @@ namespace cudascope::exporters {
 namespace detail {
 class FlowPairing;
 struct FlowPair;
+class TraceOutput;  // exporters/src/trace_output.h
 }  // namespace detail
 
 class ChromeTraceWriter final : public profiler::TraceSink {
  public:
-  explicit ChromeTraceWriter(std::unique_ptr<util::OutputFile> output);
+  // Writes to `output`; open_chrome_trace() and create_chrome_trace_in() make one.
+  explicit ChromeTraceWriter(std::unique_ptr<detail::TraceOutput> output);
   ~ChromeTraceWriter() override;
 
   void begin(const profiler::TraceInfo& info) override;
@@ -45,8 +53,15 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   void flush() override;
   void end(const profiler::TraceSummary& summary) override;
   std::uint64_t events_written() const noexcept override { return events_.load(std::memory_order_relaxed); }
+  // Whether a write error ended the trace early.
+  bool failed() const noexcept { return failed_; }
 
  private:
+  // Runs one step of writing; a failure in it ends the trace (see above) and throws.
+  template <class Step>
+  void guarded(Step&& step);
+  [[noreturn]] void stop_after_failure(const std::string& error);
+
   // Event text (chrome_trace_writer.cpp).
   void write_record(const profiler::Record& r, const profiler::Record* next, std::size_t available);
   void begin_event(const char* ph);
@@ -87,13 +102,15 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   // The "s"/"f" events of one flow arrow from a launch to its device activity.
   void flow_arrow(const detail::FlowPair& pair);
 
-  std::unique_ptr<util::OutputFile> output_;
+  std::unique_ptr<detail::TraceOutput> output_;
   std::string buffer_;
   profiler::TraceInfo info_;
   std::int64_t pid_ = 0;
   bool first_event_ = true;
   bool ended_ = false;
+  bool failed_ = false;
   std::atomic<std::uint64_t> events_{0};
+  std::uint64_t events_flushed_ = 0;  // events_ at the last flush
   std::uint64_t last_ts_ns_ = 0;
 
   std::set<int> devices_;
@@ -107,7 +124,15 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   std::unique_ptr<detail::FlowPairing> flows_;  // null when the trace has no launch calls to pair
 };
 
-// A ChromeTraceWriter on `path` (gzip when it ends in ".gz").
+// A ChromeTraceWriter on `path` (gzip when it ends in ".gz"), created or truncated.
+// Throws std::runtime_error naming the path and the system error.
 std::unique_ptr<profiler::TraceSink> open_chrome_trace(const std::string& path);
+
+// A ChromeTraceWriter on a new file `name` (one path component; gzip when it ends in ".gz")
+// in the directory open as `directory_fd`: never through a symbolic link, never over an
+// existing file (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600). Throws std::system_error with
+// errno (EEXIST when the name is taken) naming `shown_path`.
+std::unique_ptr<profiler::TraceSink> create_chrome_trace_in(int directory_fd, const std::string& name,
+                                                            const std::string& shown_path);
 
 }  // namespace cudascope::exporters

@@ -1,0 +1,89 @@
+// The CUDASCOPE_* variables as a user sets them around `cudascope run` and the injection
+// library (issue 25): an inherited variable run owns changes nothing, a bad one is found
+// before the program starts, and inside a program a bad value is named and never crashes it.
+#include "run_cli.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using cudascope::testing::run_shell;
+
+namespace {
+
+std::string temporary_directory() {
+  char pattern[] = "/tmp/cudascope-env-XXXXXX";
+  const char* made = mkdtemp(pattern);
+  return made != nullptr ? made : "";
+}
+
+std::size_t kernels_in(const std::string& path) {
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in, nullptr, false);
+  if (trace.is_discarded()) return 0;
+  std::size_t n = 0;
+  for (const auto& e : trace.at("traceEvents")) n += e.value("cat", "") == "kernel" ? 1 : 0;
+  return n;
+}
+
+const std::string cli = CUDASCOPE_CLI_PATH;
+const std::string demo = cli + " demo --iterations 20 --kernel-ms 0.1";
+
+}  // namespace
+
+TEST(EnvRunTest, InheritedNoTraceDoesNotTakeRunsTraceAway) {
+  const std::string dir = temporary_directory();
+  const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDASCOPE_NO_TRACE=x " + cli + " run -o " + dir + "/t.json -- " + demo);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, Not(HasSubstr("no process of the program used CUDA")));
+  EXPECT_GE(kernels_in(dir + "/t.json"), 20u) << result.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EnvRunTest, InheritedDurationAndDelayAreRunsOwn) {
+  const std::string dir = temporary_directory();
+  const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDASCOPE_DURATION=inf CUDASCOPE_DELAY=1e19 " + cli + " run -o " + dir +
+                                "/t.json -- " + demo);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_GE(kernels_in(dir + "/t.json"), 20u) << "the whole run is recorded: " << result.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EnvRunTest, EmptyBackendIsRefusedBeforeTheProgramStarts) {
+  const auto result = run_shell("CUDASCOPE_BACKEND= " + cli + " run -o /tmp/never-written.json -- /bin/echo started");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("CUDASCOPE_BACKEND='' is not a backend"));
+  EXPECT_THAT(result.output, Not(HasSubstr("started")));
+}
+
+TEST(EnvRunTest, BadVariableTheProgramReadsIsRefusedBeforeItStarts) {
+  const auto result = run_shell("CUDASCOPE_METRICS_TOP=-5 " + cli + " run -o /tmp/never-written.json -- /bin/echo started");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("CUDASCOPE_METRICS_TOP='-5' is not a whole number from 0 to 1000"));
+  EXPECT_THAT(result.output, Not(HasSubstr("started")));
+}
+
+// The injection library without `run` (as CUDA_INJECTION64_PATH set by hand): a duration of
+// inf or 1e19 used to end the recording at once, a delay of inf to record from the start.
+TEST(EnvRunTest, LibraryRefusesNonFiniteTimesAndSaysSo) {
+  for (const std::string setting : {"CUDASCOPE_DURATION=inf", "CUDASCOPE_DURATION=1e19", "CUDASCOPE_DELAY=inf",
+                                    "CUDASCOPE_DELAY=nan", "CUDASCOPE_NO_TRACE=x"}) {
+    const std::string dir = temporary_directory();
+    const std::string name = setting.substr(0, setting.find('='));
+    const std::string value = setting.substr(setting.find('=') + 1);
+    const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDA_INJECTION64_PATH=" + std::string(CUDASCOPE_INJECT_PATH) +
+                                  " CUDASCOPE_TRACE=" + dir + "/t.json " + setting + " " + demo);
+    EXPECT_EQ(result.exit_code, 0) << setting << ": the program runs on\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr("not recording: " + name + "='" + value + "' is not")) << setting;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/t.json")) << setting << ": nothing recorded that was not asked for";
+    std::filesystem::remove_all(dir);
+  }
+}
