@@ -1,16 +1,30 @@
 // Same-run comparison of allocators on the GPU: cudascope's caching allocator, PyTorch's
 // (libtorch, c10::cuda::CUDACachingAllocator::raw_alloc / raw_delete) and cudaMallocAsync,
 // on identical workloads. Prints a Markdown table of ns per operation and the ratios.
-// Built only where find_package(Torch) succeeds; run with CUDASCOPE_BACKEND=cuda.
+// Built as allocator_compare only where find_package(Torch) succeeds; run with
+// CUDASCOPE_BACKEND=cuda.
+//
+// Then the cost of the allocator's history (record_memory_history), off against on without
+// stacks and on with C++ stacks, in alternating rounds. Built alone, without libtorch, as
+// allocator_history (CUDASCOPE_HISTORY_ONLY), which runs on the sim backend unless
+// CUDASCOPE_BACKEND says otherwise: `allocator_history [ROUNDS]`.
 #include <cudascope/cuda.h>
 
+#ifndef CUDASCOPE_HISTORY_ONLY
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
+#endif
+
+#include <execinfo.h>
+#include <unwind.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -21,15 +35,16 @@ namespace cuda = cudascope::cuda;
 
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+#ifndef CUDASCOPE_HISTORY_ONLY
 struct Allocator {
   std::string name;
   std::function<void*(std::size_t)> alloc;
   std::function<void(void*)> free;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Best of 5 runs of `ops` operations, in ns per operation.
 double best_ns(const std::function<void()>& run, std::size_t ops) {
@@ -91,8 +106,214 @@ double threads_mops(const Allocator& a) {
   return best;
 }
 
+#endif  // CUDASCOPE_HISTORY_ONLY
+
+// --- History: off, on without stacks, on with C++ stacks, in alternating rounds.
+
+// A distinct call site per Site, Depth frames deep above the allocator, as a training
+// step's allocations come from many places at framework depth. The empty asm after each
+// call keeps the calls from becoming jumps, so every level is a real frame.
+template <int Site, int Depth>
+__attribute__((noinline)) void* alloc_at(std::size_t size) {
+  void* p = nullptr;
+  if constexpr (Depth == 0) {
+    p = cuda::caching_allocator_alloc(size);
+  } else {
+    p = alloc_at<Site, Depth - 1>(size);
+  }
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+template <int Site, int Depth>
+__attribute__((noinline)) void free_at(void* p) {
+  if constexpr (Depth == 0) {
+    cuda::caching_allocator_delete(p);
+  } else {
+    free_at<Site, Depth - 1>(p);
+  }
+  asm volatile("" : : : "memory");
+}
+
+struct Site {
+  void* (*alloc)(std::size_t);
+  void (*free)(void*);
+};
+// Eight call sites, 6 to 27 frames above the allocator (plus the benchmark's own).
+constexpr std::array<Site, 8> kSites = {{
+    {alloc_at<0, 6>, free_at<0, 6>}, {alloc_at<1, 9>, free_at<1, 9>}, {alloc_at<2, 12>, free_at<2, 12>},
+    {alloc_at<3, 15>, free_at<3, 15>}, {alloc_at<4, 18>, free_at<4, 18>}, {alloc_at<5, 21>, free_at<5, 21>},
+    {alloc_at<6, 24>, free_at<6, 24>}, {alloc_at<7, 27>, free_at<7, 27>},
+}};
+
+struct Op {
+  bool alloc;
+  std::uint8_t site;
+  std::uint32_t slot;
+  std::size_t size;
+};
+
+// A training step's pattern: per layer, forward keeps an activation and makes and drops
+// temporaries; backward, in reverse, makes gradient temporaries and drops the activation.
+// Sizes are distinct per layer (log-uniform 512 B to 32 MiB, plus jitter), so blocks
+// come from both pools, split and merge, at many addresses.
+std::vector<Op> training_steps(int steps, int layers) {
+  std::mt19937_64 rng(7);
+  std::vector<std::size_t> base(static_cast<std::size_t>(layers));
+  for (auto& b : base) b = static_cast<std::size_t>(std::exp2(9.0 + static_cast<double>(rng() % 1600) / 100.0));
+  std::vector<Op> ops;
+  auto site = [&] { return static_cast<std::uint8_t>(rng() % kSites.size()); };
+  auto jitter = [&](std::size_t b) { return b + rng() % (b / 8 + 1); };
+  const auto temp = static_cast<std::uint32_t>(layers);  // slots above the activations
+  for (int s = 0; s < steps; ++s) {
+    for (std::uint32_t l = 0; l < static_cast<std::uint32_t>(layers); ++l) {
+      ops.push_back({true, site(), l, jitter(base[l])});
+      for (std::uint32_t t = 0; t < 2; ++t) {
+        ops.push_back({true, site(), temp + t, jitter(base[l] / 2 + 512)});
+      }
+      for (std::uint32_t t = 0; t < 2; ++t) ops.push_back({false, site(), temp + t, 0});
+    }
+    for (std::uint32_t l = static_cast<std::uint32_t>(layers); l-- > 0;) {
+      ops.push_back({true, site(), temp, jitter(base[l])});
+      ops.push_back({false, site(), l, 0});
+      ops.push_back({true, site(), temp + 1, jitter(base[l] / 4 + 512)});
+      ops.push_back({false, site(), temp + 1, 0});
+      ops.push_back({false, site(), temp, 0});
+    }
+  }
+  return ops;
+}
+
+// ns per allocator operation (an alloc or a free) over one pass of `ops`.
+double run_ops(const std::vector<Op>& ops, std::vector<void*>& slots) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const Op& op : ops) {
+    const Site& s = kSites[op.site];
+    if (op.alloc) {
+      slots[op.slot] = s.alloc(op.size);
+    } else {
+      s.free(slots[op.slot]);
+    }
+  }
+  return seconds_since(start) * 1e9 / static_cast<double>(ops.size());
+}
+
+// The workload: 4 KiB alloc+free pairs, here spread over the eight call sites.
+double run_pairs(std::size_t pairs) {
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < pairs; ++i) {
+    const Site& s = kSites[i % kSites.size()];
+    s.free(s.alloc(4096));
+  }
+  return seconds_since(start) * 1e9 / static_cast<double>(2 * pairs);
+}
+
+enum HistoryMode { kOff, kNoStacks, kCppStacks, kModes };
+constexpr const char* kModeNames[kModes] = {"off", "on, no stacks", "on, C++ stacks"};
+constexpr std::size_t kHistoryEntries = 100000;
+
+void set_mode(int mode) {
+  if (mode == kOff) cuda::memory::record_memory_history(std::nullopt);
+  if (mode == kNoStacks) cuda::memory::record_memory_history("all", "all", "python", kHistoryEntries);
+  if (mode == kCppStacks) cuda::memory::record_memory_history("all", "all", "all", kHistoryEntries);
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(at);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
+}
+
+// One workload in `rounds` rounds; each round runs every mode, in an order that rotates
+// from round to round (so no mode always follows another), and each mode first runs one
+// untimed pass, so the timed pass finds the cache warm and the ring buffer full
+// (overwriting, as in a long job). Ratios are taken per round against that round's "off".
+void history_rows(const char* name, const std::function<double()>& pass, int rounds) {
+  std::vector<double> ns[kModes], ratio[kModes];
+  for (int r = 0; r < rounds; ++r) {
+    double round_ns[kModes];
+    for (int i = 0; i < kModes; ++i) {
+      const int mode = (r + i) % kModes;
+      set_mode(mode);
+      pass();
+      round_ns[mode] = pass();
+    }
+    for (int m = 0; m < kModes; ++m) {
+      ns[m].push_back(round_ns[m]);
+      ratio[m].push_back(round_ns[m] / round_ns[kOff]);
+    }
+  }
+  set_mode(kOff);
+  for (int m = 0; m < kModes; ++m) {
+    std::printf("| %s | %s | %.1f | %.1f-%.1f | %.3fx | %.3f-%.3fx |\n", name, kModeNames[m], percentile(ns[m], 0.5),
+                percentile(ns[m], 0.25), percentile(ns[m], 0.75), percentile(ratio[m], 0.5),
+                percentile(ratio[m], 0.25), percentile(ratio[m], 0.75));
+  }
+}
+
+// What one stack capture costs with the unwinders that need no frame pointers, at a call
+// site's depth (the allocator's history walks frame pointers; see history.cpp).
+template <int Depth>
+__attribute__((noinline)) double unwind_ns(int (*capture)(void**, int)) {
+  if constexpr (Depth > 0) {
+    const double ns = unwind_ns<Depth - 1>(capture);
+    asm volatile("" : : : "memory");
+    return ns;
+  } else {
+    void* frames[64];
+    constexpr int kCalls = 20000;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) {
+      capture(frames, 64);
+      asm volatile("" : : "r"(frames) : "memory");
+    }
+    return seconds_since(start) * 1e9 / kCalls;
+  }
+}
+
+int unwind_backtrace(void** out, int max) {
+  struct State {
+    void** out;
+    int depth, max;
+  } state{out, 0, max};
+  _Unwind_Backtrace(
+      [](_Unwind_Context* context, void* arg) {
+        auto* s = static_cast<State*>(arg);
+        if (s->depth == s->max) return _URC_END_OF_STACK;
+        s->out[s->depth++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
+        return _URC_NO_REASON;
+      },
+      &state);
+  return state.depth;
+}
+
+void history_tables(int rounds) {
+  std::printf("\nHistory: %d rounds, each running every mode (order rotating), an untimed pass then a\n"
+              "timed one; ring buffer of %zu entries; ns per allocator operation (alloc or free):\n"
+              "median and 25th-75th percentile; the ratio to off is per round, then its median.\n\n",
+              rounds, kHistoryEntries);
+  std::printf("| workload | history | ns/op | spread | vs off | spread |\n|---|---|---|---|---|---|\n");
+  const std::vector<Op> ops = training_steps(400, 24);
+  std::vector<void*> slots(64, nullptr);
+  history_rows("training-step mix", [&] { return run_ops(ops, slots); }, rounds);
+  history_rows("4 KiB pairs, 8 call sites", [] { return run_pairs(100000); }, rounds);
+  std::printf("\nOne stack capture, 24 frames above it, without frame pointers (ns per call):\n"
+              "_Unwind_Backtrace %.0f, backtrace() %.0f\n",
+              unwind_ns<24>(unwind_backtrace), unwind_ns<24>(backtrace));
+}
+
 }  // namespace
 
+#ifdef CUDASCOPE_HISTORY_ONLY
+int main(int argc, char** argv) {
+  setenv("CUDASCOPE_BACKEND", "sim", 0);
+  cuda::init();
+  history_tables(argc > 1 ? std::atoi(argv[1]) : 31);
+  return 0;
+}
+#else
 int main(int argc, char** argv) {
   setenv("CUDASCOPE_BACKEND", "cuda", 0);
   cuda::init();
@@ -146,17 +367,7 @@ int main(int argc, char** argv) {
     std::printf("| 8 threads, throughput | %.2f Mop/s | %.2f Mop/s | %.2f Mop/s | %.2fx | %.2fx |\n", r[0], r[1], r[2],
                 r[0] / r[1], r[0] / r[2]);
   }
-  std::printf("\n| history (cudascope, 4 KiB pair) | ns | vs off |\n|---|---|---|\n");
-  double off = 0;
-  for (int mode = 0; mode < 3; ++mode) {
-    if (mode == 0) cuda::memory::record_memory_history(std::nullopt);
-    if (mode == 1) cuda::memory::record_memory_history("all", "all", "python", 100000);
-    if (mode == 2) cuda::memory::record_memory_history("all", "all", "all", 100000);
-    const double ns = pair_ns(allocators[0], 4096);
-    if (mode == 0) off = ns;
-    std::printf("| %s | %.0f | %.2fx |\n", mode == 0 ? "off" : mode == 1 ? "on, no stacks" : "on, C++ stacks", ns,
-                ns / off);
-  }
+  history_tables(31);
   // memory_snapshot() with 100,000 history entries (with stacks).
   for (int i = 0; i < 40000; ++i) cuda::caching_allocator_delete(cuda::caching_allocator_alloc(512 + i % 4096));
   double best = 1e30;
@@ -185,3 +396,4 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+#endif  // CUDASCOPE_HISTORY_ONLY
