@@ -174,6 +174,10 @@ void CuptiSource::stop() {
   live_.store(nullptr);
 }
 
+void CuptiSource::deliver_completed() noexcept {
+  if (started_.load(std::memory_order_acquire)) cuptiActivityFlushAll(0);  // a failure: the next flush tries again
+}
+
 void CuptiSource::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   const std::size_t bytes = (options_.cupti_buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
   *max_records = 0;  // as many as fit

@@ -31,6 +31,11 @@ class CuptiSource : public DeviceSource {
   void start() override;
   void stop() override;
   std::uint64_t dropped() const noexcept override { return dropped_.load(std::memory_order_relaxed); }
+  // cuptiActivityFlushAll(0): every buffer whose records are all complete, full or not.
+  // CUPTI's periodic flush (cuptiActivityFlushPeriod) returns full buffers only, so without
+  // this a process that launches fewer kernels than fill a buffer would show none of them
+  // until it ends.
+  void deliver_completed() noexcept override;
 
   // CUPTI-facing.
   virtual void on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
@@ -51,7 +56,7 @@ class CuptiSource : public DeviceSource {
   std::mutex pool_mutex_;
   std::vector<std::uint8_t*> free_buffers_;
   std::atomic<std::uint64_t> dropped_{0};
-  bool started_ = false;
+  std::atomic<bool> started_{false};  // read by deliver_completed on the writer thread
   // Whether start() enabled the whole RUNTIME kind because this CUPTI cannot pick calls;
   // only then does stop() disable it (see picked_runtime_callbacks).
   bool runtime_fallback_ = false;

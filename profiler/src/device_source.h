@@ -16,6 +16,9 @@ class DeviceSource {
   // Forces every pending record out into the record buffers, then stops.
   virtual void stop() = 0;
   virtual std::uint64_t dropped() const noexcept = 0;
+  // Hands over the records that are complete, however few, without stopping: what a live
+  // reader (metrics) needs between flushes. Called by the session's writer thread.
+  virtual void deliver_completed() noexcept {}
 };
 
 // nullptr when this build has no CUPTI.

@@ -60,6 +60,7 @@ class Session::Impl {
   // Moves pending records to the sink, reports new drops, flushes. Only the writer thread,
   // or the controlling thread once the writer has stopped, calls it.
   void drain_and_flush() {
+    if (detail::DeviceSource* device = live_device.load(std::memory_order_acquire)) device->deliver_completed();
     const std::size_t n = RecordBuffers::process().drain([this](const Record* records, std::size_t count) {
       sink->write(records, count);
     });
@@ -71,7 +72,8 @@ class Session::Impl {
 
   void report_drops() {
     const std::uint64_t buffer = RecordBuffers::process().dropped() - dropped_baseline;
-    const std::uint64_t cupti = device_source ? device_source->dropped() : 0;
+    const detail::DeviceSource* device = live_device.load(std::memory_order_acquire);
+    const std::uint64_t cupti = device ? device->dropped() : 0;
     const auto report = [&](DropSource source, std::uint64_t total, std::uint64_t& reported) {
       if (total == reported) return;
       reported = total;
@@ -91,7 +93,8 @@ class Session::Impl {
     s.records = records.load(std::memory_order_relaxed);
     s.events = sink ? sink->events_written() : 0;
     s.dropped_buffer = RecordBuffers::process().dropped() - dropped_baseline;
-    s.dropped_cupti = device_source ? device_source->dropped() : 0;
+    const detail::DeviceSource* device = live_device.load(std::memory_order_acquire);
+    s.dropped_cupti = device ? device->dropped() : 0;
     s.buffer_bytes = RecordBuffers::process().bytes_held();
     return s;
   }
@@ -99,6 +102,8 @@ class Session::Impl {
   SessionOptions options;
   detail::RuntimeSource runtime_source;
   std::unique_ptr<detail::DeviceSource> device_source;
+  // device_source for the writer thread: attach_cupti may set it while the writer runs.
+  std::atomic<detail::DeviceSource*> live_device{nullptr};
   std::unique_ptr<TraceSink> sink;
   MemorySink* memory = nullptr;  // sink, when recording into memory
   std::unique_ptr<MemorySink> kept;  // an in-memory session's records after stop
@@ -191,6 +196,7 @@ void Session::attach_cupti() {
   if (!source) throw std::runtime_error("this build of cudascope has no CUPTI source (built without the CUDA toolkit)");
   source->start();
   impl_->device_source = std::move(source);
+  impl_->live_device.store(impl_->device_source.get(), std::memory_order_release);
   impl_->source_name = "cupti";
 }
 

@@ -3,7 +3,11 @@
 
 #include <cudascope/profiler/session.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <memory>
+#include <thread>
 
 using namespace cudascope;
 using namespace cudascope::profiler;
@@ -36,4 +40,45 @@ TEST(ProfilerGpuTest, CuptiRecordsTheSpinKernelsWithTheirLaunchesOnOneTimeline) 
   }
   EXPECT_EQ(kernels, 10);
   EXPECT_EQ(sink.summary().dropped_cupti, 0u);
+}
+
+// Counts the kernel records a session hands over while it records, as live metrics read them.
+class KernelCountingSink final : public TraceSink {
+ public:
+  explicit KernelCountingSink(std::atomic<int>& kernels) : kernels_(kernels) {}
+  void begin(const TraceInfo&) override {}
+  void write(const Record* records, std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (records[i].kind == RecordKind::kKernel) kernels_.fetch_add(1);
+    }
+  }
+  void flush() override {}
+  void end(const TraceSummary&) override {}
+
+ private:
+  std::atomic<int>& kernels_;
+};
+
+// CUPTI's periodic flush returns full buffers only: ten kernels fill none of them, so unless
+// the session asks for completed records itself they would reach the sink only at stop().
+TEST(ProfilerGpuTest, KernelsReachTheSinkWhileTheSessionRecords) {
+  CUDASCOPE_REQUIRE_GPU();
+  SessionOptions options;
+  options.source = SourceKind::kCupti;
+  options.activities = ActivitySet::parse("kernel");
+  Session session(options);
+  std::atomic<int> kernels{0};
+  session.start(std::make_unique<KernelCountingSink>(kernels));
+  cuda::Stream stream(0);
+  for (int i = 0; i < 10; ++i) cuda::busy_wait(std::chrono::microseconds(50), stream);
+  stream.synchronize();
+  // A bound on liveness, not a timing: 25 flush intervals.
+  const auto deadline = std::chrono::steady_clock::now() + 25 * options.flush_interval;
+  while (kernels.load() < 10 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(options.flush_interval / 4);
+  }
+  const int seen_while_recording = kernels.load();
+  session.stop();
+  EXPECT_EQ(seen_while_recording, 10);
+  EXPECT_EQ(kernels.load(), 10);
 }
