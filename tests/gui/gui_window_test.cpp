@@ -25,6 +25,12 @@
 #include <QFile>
 #include <QLabel>
 #include <QListView>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QToolTip>
+#include <QUrl>
 #include <QTemporaryDir>
 #include <QDir>
 #include <QEventLoop>
@@ -730,6 +736,354 @@ TEST(GuiIssue24WindowTest, ATruncatedTraceIsFlaggedOnItsTabAndInTheStatusBar) {
   // Rows never grow past the lane cap.
   for (quint32 r = 0; r < page->document()->index().rows().size(); ++r)
     EXPECT_LE(view->shownLanes(r), TraceTimelineView::kMaxLanes);
+}
+
+
+// --- Issue 24, findings 15 and 16: folded lanes, Help, drag-and-drop, keys, search, counters ---
+
+// Chrome trace events, written into a file the viewer opens.
+QString thread_name(int tid, const QString& name) {
+  return QString(R"({"ph":"M","name":"thread_name","pid":1,"tid":%1,"args":{"name":"%2"}})").arg(tid).arg(name);
+}
+QString slice(int tid, const QString& name, double ts_us, double dur_us, const char* cat = "kernel") {
+  return QString(R"({"ph":"X","cat":"%1","name":"%2","pid":1,"tid":%3,"ts":%4,"dur":%5})")
+      .arg(cat, name)
+      .arg(tid)
+      .arg(ts_us, 0, 'f', 3)
+      .arg(dur_us, 0, 'f', 3);
+}
+QString counter(const QString& name, const QString& key, double ts_us, double value) {
+  return QString(R"({"ph":"C","name":"%1","pid":1,"tid":1,"ts":%2,"args":{"%3":%4}})")
+      .arg(name)
+      .arg(ts_us, 0, 'f', 3)
+      .arg(key)
+      .arg(value, 0, 'f', 0);
+}
+QString write_trace(const QTemporaryDir& dir, const QString& name, const QStringList& events) {
+  const QString path = dir.filePath(name);
+  QFile file(path);
+  EXPECT_TRUE(file.open(QIODevice::WriteOnly));
+  file.write(("{\"traceEvents\":[" + events.join(",") + "]}").toUtf8());
+  return path;
+}
+
+TracePage* open_trace(MainWindow& w, const QString& path) {
+  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  w.openFile(path);
+  if (!shown.wait(60000) && shown.isEmpty()) return nullptr;
+  QApplication::processEvents();
+  return shown.front().front().value<TracePage*>();
+}
+
+quint32 row_labelled(const TraceDocument& doc, const QString& label) {
+  const auto& rows = doc.index().rows();
+  for (quint32 r = 0; r < rows.size(); ++r)
+    if (QString::fromStdString(rows[r].label) == label) return r;
+  return TraceTimelineView::kNone;
+}
+
+// The widget's x for a trace time, as the view maps its range onto its plot.
+int x_at(const TraceTimelineView* view, qint64 t_ns) {
+  const QRect plot = view->plotRect();
+  return plot.left() + int(double(t_ns - view->rangeBegin()) * plot.width() / double(view->rangeEnd() - view->rangeBegin()));
+}
+
+int yellow_pixels(const QImage& image, QRect r) {
+  int n = 0;
+  r = r.intersected(image.rect());
+  for (int y = r.top(); y <= r.bottom(); ++y)
+    for (int x = r.left(); x <= r.right(); ++x) n += (image.pixel(x, y) & 0xffffffu) == 0xffe600u;  // a search match's outline
+  return n;
+}
+
+TEST(GuiIssue24WindowTest, ThousandsOfOverlappingAnnotationsFoldIntoOneCappedRowWithTheirCount) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  // Each annotation starts inside the one before: one lane each, as GPU annotations that
+  // overlap without nesting give. A second stream of kernels must stay on screen.
+  QTemporaryDir dir;
+  QStringList events{thread_name(7, "annotations"), thread_name(8, "kernels")};
+  const int annotations = 3000;
+  for (int i = 0; i < annotations; ++i) events << slice(7, QString("annotation %1").arg(i), 2.0 * i, 50000, "gpu_user_annotation");
+  for (int k = 0; k < 5; ++k) events << slice(8, "after_kernel", 10000.0 * k, 2000);
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  TracePage* page = open_trace(w, write_trace(dir, "overlapping.json", events));
+  ASSERT_NE(page, nullptr) << w.lastError().toStdString();
+  TraceTimelineView* view = page->view();
+  const TraceDocument& doc = *page->document();
+  const quint32 deep = row_labelled(doc, "annotations"), other = row_labelled(doc, "kernels");
+  ASSERT_NE(deep, TraceTimelineView::kNone);
+  ASSERT_NE(other, TraceTimelineView::kNone);
+  const int lanes = doc.index().rows()[deep].lanes;
+  ASSERT_GT(lanes, TraceTimelineView::kMaxLanes) << "the annotations overlap";
+  EXPECT_EQ(view->shownLanes(deep), TraceTimelineView::kMaxLanes);
+  EXPECT_EQ(view->foldedLanes(deep), lanes - (TraceTimelineView::kMaxLanes - 1));
+  EXPECT_EQ(view->rowHeight(deep), TraceTimelineView::kMaxLanes * TraceTimelineView::kLane + 6);
+  EXPECT_EQ(view->foldedLanes(other), 0);
+  view->render(view->size());
+  EXPECT_LE(view->rowTop(other) + view->rowHeight(other), view->plotRect().bottom() + 1) << "the other stream is on screen";
+  // The folded lane: one run that counts every event deeper than the lanes shown.
+  const quint32 track = doc.index().rows()[deep].track;
+  quint32 deeper = 0;
+  for (std::size_t e = 0; e < doc.model().event_count(); ++e)
+    deeper += doc.model().event(e).track == track && doc.model().event(e).depth >= TraceTimelineView::kMaxLanes - 1;
+  std::vector<TraceTimelineView::PaintedItem> folded;
+  int kernels_drawn = 0;
+  for (const auto& item : view->paintedItems()) {
+    kernels_drawn += item.row == other;
+    if (item.row != deep) continue;
+    EXPECT_LT(item.item.depth, TraceTimelineView::kMaxLanes);
+    EXPECT_GE(item.rect.top(), view->rowTop(deep));
+    EXPECT_LE(item.rect.bottom(), view->rowTop(deep) + view->rowHeight(deep));
+    if (item.item.depth == TraceTimelineView::kMaxLanes - 1) folded.push_back(item);
+  }
+  EXPECT_EQ(kernels_drawn, 5);
+  ASSERT_EQ(folded.size(), 1u) << "the folded annotations overlap all along: one run";
+  EXPECT_EQ(folded.front().item.count, deeper);
+  const QString tip = view->describe(folded.front().rect.center().toPoint());
+  EXPECT_TRUE(tip.contains(QString::number(deeper) + " events") && tip.contains("folded")) << tip.toStdString();
+}
+
+TEST(GuiIssue24WindowTest, HoveringACounterShowsItsValueAtThePointer) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  QStringList events{thread_name(1, "main"), slice(1, "work", 0, 4000)};
+  const double depths[] = {5, 17, 42, 9};
+  const double bytes[] = {3 << 20, 5 << 20, 2 << 20, 7 << 20};
+  for (int i = 0; i < 4; ++i) {
+    events << counter("queue", "depth", 1000.0 * i, depths[i]);
+    events << counter("GPU Memory", "allocated", 1000.0 * i, bytes[i]);
+  }
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  TracePage* page = open_trace(w, write_trace(dir, "counters.json", events));
+  ASSERT_NE(page, nullptr) << w.lastError().toStdString();
+  TraceTimelineView* view = page->view();
+  const TraceDocument& doc = *page->document();
+  for (const QString& label : {QString("queue depth"), QString("GPU Memory allocated")}) {
+    const quint32 row = row_labelled(doc, label);
+    ASSERT_NE(row, TraceTimelineView::kNone) << label.toStdString();
+    const auto& r = doc.index().rows()[row];
+    const auto& series = doc.model().counters()[r.counter].series[r.series];
+    const int y = view->rowTop(row) + view->rowHeight(row) / 2;
+    EXPECT_TRUE(view->describe(QPoint(view->plotRect().left() + 2, y)).isEmpty()) << "no value before the first sample";
+    // Midway between samples, the sample in force; bytes in MiB.
+    for (std::size_t i = 0; i + 1 < series.ts_ns.size(); ++i) {
+      const QPoint at(x_at(view, (series.ts_ns[i] + series.ts_ns[i + 1]) / 2), y);
+      const double v = series.values[i];
+      const QString value = label.contains("Memory") ? QString::number(v / 1048576.0, 'f', 2) + " MiB" : QString::number(v, 'g', 8);
+      const QString tip = view->describe(at);
+      EXPECT_TRUE(tip.startsWith(label + "\n" + value + " at")) << tip.toStdString() << " wanted " << value.toStdString();
+    }
+  }
+  // The pointer itself: a move over the counter shows the same text as a tooltip.
+  const quint32 row = row_labelled(doc, "queue depth");
+  const auto& r = doc.index().rows()[row];
+  const auto& series = doc.model().counters()[r.counter].series[r.series];
+  const QPoint at(x_at(view, (series.ts_ns[1] + series.ts_ns[2]) / 2), view->rowTop(row) + view->rowHeight(row) / 2);
+  QTest::mouseMove(view, at);
+  QApplication::processEvents();
+  EXPECT_EQ(QToolTip::text(), view->describe(at));
+  EXPECT_TRUE(QToolTip::text().contains(QString::number(series.values[1], 'g', 8))) << QToolTip::text().toStdString();
+}
+
+// Accepts the next message box that opens (polling, as it runs its own event loop) and
+// hands back its text; empty when none opened within `ms`.
+class MessageBoxCatcher {
+ public:
+  explicit MessageBoxCatcher(int ms = 5000) {
+    timer_.setInterval(20);
+    QObject::connect(&timer_, &QTimer::timeout, [this, ms] {
+      if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+        title_ = box->windowTitle();
+        text_ = box->text();
+        box->accept();
+        timer_.stop();
+      } else if ((waited_ += 20) > ms) {
+        timer_.stop();
+      }
+    });
+    timer_.start();
+  }
+  QString title() const { return title_; }
+  QString text() const { return text_; }
+
+ private:
+  QTimer timer_;
+  QString title_, text_;
+  int waited_ = 0;
+};
+
+TEST(GuiIssue24WindowTest, HelpMenuAndF1ShowTheKeyboardShortcuts) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QMenu* help = nullptr;
+  for (QAction* action : w.menuBar()->actions())
+    if (action->menu() && action->text().remove('&') == "Help") help = action->menu();
+  ASSERT_NE(help, nullptr) << "a Help menu beside File";
+  QAction* keys = nullptr;
+  for (QAction* action : help->actions())
+    if (action->text().remove('&') == "Keyboard shortcuts") keys = action;
+  ASSERT_NE(keys, nullptr);
+  {
+    MessageBoxCatcher box;
+    keys->trigger();
+    EXPECT_EQ(box.title(), "Keyboard shortcuts");
+    EXPECT_EQ(box.text(), MainWindow::shortcutsText());
+  }
+  // F1, from anywhere in the window.
+  w.activateWindow();
+  ASSERT_TRUE(QTest::qWaitForWindowActive(&w));
+  MessageBoxCatcher box;
+  QTest::keyClick(&w, Qt::Key_F1);
+  QTest::qWait(100);
+  EXPECT_EQ(box.text(), MainWindow::shortcutsText()) << "F1 opens the list";
+}
+
+// Drag events go to the widget under the pointer, as the window system delivers them; Qt
+// passes them up to the first that accepts drops.
+bool drag_and_drop(QWidget* under, QPoint at, const QMimeData& data) {
+  QDragEnterEvent enter(at, Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(under, &enter);
+  if (!enter.isAccepted()) return false;
+  QDropEvent drop(QPointF(at), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(under, &drop);
+  return drop.isAccepted();
+}
+
+TEST(GuiIssue24WindowTest, DroppedFilesOpenEachInItsOwnTab) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  const QString trace = write_trace(dir, "dropped_trace.json", {thread_name(1, "main"), slice(1, "dropped_kernel", 0, 100)});
+  const QString second = write_trace(dir, "dropped_again.json", {thread_name(1, "main"), slice(1, "again_kernel", 0, 100)});
+  const QString snapshot = QString::fromStdString(data_path("snap_small_p5.pickle"));
+  MainWindow w;
+  w.resize(1200, 800);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QWidget* welcome = w.childAt(w.rect().center());
+  ASSERT_NE(welcome, nullptr);
+  const QPoint at = welcome->mapFrom(&w, w.rect().center());
+  QMimeData text;
+  text.setText("not a file");
+  EXPECT_FALSE(drag_and_drop(welcome, at, text)) << "text is not a file";
+  // Two local files and a web address: both files open, the address is passed over.
+  QMimeData files;
+  files.setUrls({QUrl::fromLocalFile(snapshot), QUrl::fromLocalFile(trace), QUrl("https://example.com/remote.pickle")});
+  QSignalSpy snapshots(&w, SIGNAL(snapshotShown()));
+  QSignalSpy traces(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  EXPECT_TRUE(drag_and_drop(welcome, at, files));
+  for (int i = 0; i < 300 && (snapshots.isEmpty() || traces.isEmpty()); ++i) QTest::qWait(100);
+  ASSERT_EQ(snapshots.count(), 1) << w.lastError().toStdString();
+  ASSERT_EQ(traces.count(), 1) << w.lastError().toStdString();
+  auto titles = [&w] {
+    QStringList out;
+    for (int i = 0; i < w.documents()->count(); ++i) out << w.documents()->tabText(i);
+    return out;
+  };
+  EXPECT_EQ(titles().size(), 2) << titles().join(",").toStdString();
+  EXPECT_TRUE(titles().contains("snap_small_p5.pickle")) << titles().join(",").toStdString();
+  EXPECT_EQ(titles().filter("dropped_trace.json").size(), 1) << titles().join(",").toStdString();
+  // Dropped on the open trace's timeline: it reaches the window all the same.
+  QApplication::processEvents();
+  TraceTimelineView* view = w.tracePages().front()->view();
+  QMimeData again;
+  again.setUrls({QUrl::fromLocalFile(second)});
+  EXPECT_TRUE(drag_and_drop(view, view->rect().center(), again));
+  for (int i = 0; i < 300 && traces.count() < 2; ++i) QTest::qWait(100);
+  EXPECT_EQ(traces.count(), 2) << w.lastError().toStdString();
+  EXPECT_EQ(titles().filter("dropped_again.json").size(), 1) << titles().join(",").toStdString();
+}
+
+TEST(GuiIssue24WindowTest, TraceKeysAsInPerfettoAndSearchMatchesOutlinedAndZoomedTo) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  QStringList events{thread_name(1, "main")};
+  for (int i = 0; i < 20; ++i) events << slice(1, i % 2 ? "beta_kernel" : "alpha_kernel", 2000.0 * i, 1000);
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  TracePage* page = open_trace(w, write_trace(dir, "keys.json", events));
+  ASSERT_NE(page, nullptr) << w.lastError().toStdString();
+  TraceTimelineView* view = page->view();
+  const auto& m = page->document()->model();
+  EXPECT_EQ(w.focusWidget(), view) << "the timeline takes the keys after loading";
+  QTest::mouseMove(view, QPoint(5, 5));  // over the labels: W and S zoom about the middle
+  const qint64 t0 = view->rangeBegin(), span = view->rangeEnd() - view->rangeBegin();
+  auto current_span = [view] { return view->rangeEnd() - view->rangeBegin(); };
+  QTest::keyClick(view, Qt::Key_W);
+  EXPECT_LT(current_span(), span);
+  const qint64 zoomed = current_span(), zoomed_t0 = view->rangeBegin();
+  QTest::keyClick(view, Qt::Key_D);
+  EXPECT_GT(view->rangeBegin(), zoomed_t0);
+  QTest::keyClick(view, Qt::Key_A);
+  EXPECT_EQ(view->rangeBegin(), zoomed_t0);
+  QTest::keyClick(view, Qt::Key_S);
+  EXPECT_GT(current_span(), zoomed);
+  QTest::keyClick(view, Qt::Key_Home);
+  EXPECT_EQ(view->rangeBegin(), t0);
+  EXPECT_EQ(current_span(), span);
+  // Ctrl+wheel zooms as the wheel does.
+  const QPoint middle = view->plotRect().center();
+  QWheelEvent wheel(middle, view->mapToGlobal(middle), {}, QPoint(0, 240), Qt::NoButton, Qt::ControlModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(view, &wheel);
+  EXPECT_LT(current_span(), span);
+  QTest::keyClick(view, Qt::Key_Home);
+
+  // Click an event, then F zooms to it.
+  view->render(view->size());
+  ASSERT_FALSE(view->paintedItems().empty());
+  const auto target = view->paintedItems()[view->paintedItems().size() / 2];
+  QTest::mouseClick(view, Qt::LeftButton, Qt::NoModifier, target.rect.center().toPoint());
+  ASSERT_EQ(view->selectedEvent(), target.item.event);
+  QTest::keyClick(view, Qt::Key_F);
+  const auto& chosen = m.event(target.item.event);
+  EXPECT_LE(view->rangeBegin(), chosen.ts_ns);
+  EXPECT_GE(view->rangeEnd(), chosen.end_ns());
+  EXPECT_LT(current_span(), span / 4);
+
+  // Search: the current match selected and zoomed to; every match outlined, nothing else.
+  QTest::keyClick(view, Qt::Key_Home);
+  QTest::keyClick(view, Qt::Key_Escape);
+  page->searchBox()->setText("beta");
+  ASSERT_TRUE(page->findNext());
+  const quint32 first = view->selectedEvent();
+  ASSERT_NE(first, TraceTimelineView::kNone);
+  EXPECT_EQ(std::string(m.name(m.event(first))), "beta_kernel");
+  EXPECT_LE(view->rangeBegin(), m.event(first).ts_ns);
+  EXPECT_GE(view->rangeEnd(), m.event(first).end_ns());
+  EXPECT_LT(current_span(), span / 4);
+  ASSERT_TRUE(page->findNext());
+  EXPECT_GT(m.event(view->selectedEvent()).ts_ns, m.event(first).ts_ns) << "Next goes on in time";
+  ASSERT_TRUE(page->findPrevious());
+  EXPECT_EQ(view->selectedEvent(), first);
+  QTest::keyClick(view, Qt::Key_Home);
+  QTest::keyClick(view, Qt::Key_Escape);  // the selection's own outline aside
+  QImage image = view->render(view->size());
+  int outlined = 0, plain = 0;
+  for (const auto& item : view->paintedItems()) {
+    const int yellow = yellow_pixels(image, item.rect.toAlignedRect().adjusted(-2, -2, 2, 2));
+    if (m.name(m.event(item.item.event)) == "beta_kernel") outlined += yellow > 0;
+    else plain += yellow > 0;
+  }
+  EXPECT_EQ(outlined, 10);
+  EXPECT_EQ(plain, 0);
+  page->searchBox()->setText("");
+  image = view->render(view->size());
+  EXPECT_EQ(yellow_pixels(image, view->plotRect()), 0) << "a cleared search outlines nothing";
 }
 
 }  // namespace

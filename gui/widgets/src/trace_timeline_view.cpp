@@ -387,10 +387,7 @@ void TraceTimelineView::paintSlices(QPainter& p, const QRect& plot, quint32 row,
   if (folded && last_lane >= kMaxLanes - 1) {
     const std::size_t before = scratch_.size();
     doc_->index().items(row, t0_, t1_, ns_per_px, scratch_, 3.0, quint16(kMaxLanes - 1), UINT16_MAX);
-    for (std::size_t i = before; i < scratch_.size(); ++i) {
-      scratch_[i].depth = quint16(kMaxLanes - 1);
-      if (scratch_[i].count < 2) scratch_[i].count = 2;  // drawn as folded
-    }
+    foldItems(before, ns_per_px * 3.0);
   }
   if (colour_cache_.size() < m.strings().size()) colour_cache_.resize(m.strings().size(), 0);
   const QFontMetrics fm = p.fontMetrics();
@@ -424,6 +421,26 @@ void TraceTimelineView::paintSlices(QPainter& p, const QRect& plot, quint32 row,
     }
     painted_.push_back({row, r, item});
   }
+}
+
+void TraceTimelineView::foldItems(std::size_t first, double gap_ns) {
+  // One item per run of overlapping events across all folded lanes, counting them all: a
+  // thousand lanes' items stacked on one spot would draw a thousand times and, hovered,
+  // tell of one lane's events only.
+  auto begin = scratch_.begin() + std::ptrdiff_t(first);
+  std::sort(begin, scratch_.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  auto out = begin;
+  for (auto it = begin; it != scratch_.end(); ++it) {
+    if (out != begin && double(it->start_ns) <= double((out - 1)->end_ns) + gap_ns) {
+      (out - 1)->end_ns = std::max((out - 1)->end_ns, it->end_ns);
+      (out - 1)->count += it->count;
+      continue;
+    }
+    *out = *it;
+    out->depth = quint16(kMaxLanes - 1);
+    ++out;
+  }
+  scratch_.erase(out, scratch_.end());
 }
 
 void TraceTimelineView::paintCounter(QPainter& p, const QRect& plot, quint32 row, int top) {
@@ -535,6 +552,11 @@ QString TraceTimelineView::describe(QPoint point) const {
     return {};
   }
   const auto& item = hit->item;
+  if (item.merged() && item.depth == kMaxLanes - 1 && foldedLanes(hit->row) > 0)
+    return tr("%1 events of the %2 folded lanes here (%3 to %4)\nclick or zoom in to see them")
+        .arg(item.count)
+        .arg(foldedLanes(hit->row))
+        .arg(formatDuration(item.start_ns - doc_->index().begin_ns()), formatDuration(item.end_ns - doc_->index().begin_ns()));
   if (item.merged())
     return tr("%1 events merged here (%2 to %3)\nclick or zoom in to see them one by one")
         .arg(item.count)

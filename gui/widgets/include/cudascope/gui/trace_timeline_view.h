@@ -12,7 +12,8 @@
 // (analysis/cpp_names.h: "at::native::elementwise_kernel"), the full name on hover and in
 // the details. Search matches (setHighlightedNames) are outlined. A row whose events
 // overlap deeper than kMaxLanes (thousands of GPU annotations on one stream) shows
-// kMaxLanes - 1 lanes and folds the rest into its last lane, with the count in its label.
+// kMaxLanes - 1 lanes and folds the rest into its last lane, with the count in its label;
+// hovering the folded lane tells how many events it holds there.
 // Hovering a counter shows its value there.
 //
 // A rank timeline (several rank traces opened together, rank_timeline.h) gets a group
@@ -112,6 +113,8 @@ class TraceTimelineView : public QWidget {
   void paintRuler(QPainter& p, const QRect& plot);
   void paintSlices(QPainter& p, const QRect& plot, quint32 row, int top);
   void paintCounter(QPainter& p, const QRect& plot, quint32 row, int top);
+  // Merges scratch_'s items from `first` on (the folded lanes') into runs in the last lane.
+  void foldItems(std::size_t first, double gap_ns);
   void paintFlows(QPainter& p, const QRect& plot);
   void layoutRows();
   void updateScrollBar();
