@@ -1,5 +1,6 @@
 // Context capture (raw frames now) and symbolisation (at snapshot time).
 #include "history.h"
+#include "util/elf_symbols.h"
 
 #include <cudascope/cuda/nvtx.h>
 
@@ -106,12 +107,8 @@ memory::Frame Symbolizer::frame(void* address) {
   // A return address points after the call; look up the byte before it.
   void* lookup = static_cast<char*>(address) - 1;
   if (dladdr(lookup, &info) != 0) {
-    if (info.dli_sname != nullptr) {
-      int status = 0;
-      char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
-      name = (status == 0 && demangled != nullptr) ? demangled : info.dli_sname;
-      std::free(demangled);
-    }
+    // The object's own symbol tables name static and unexported functions too.
+    if (std::string function = util::function_name_at(lookup); !function.empty()) name = std::move(function);
     if (info.dli_fname != nullptr) {
       const std::string path = info.dli_fname;
       const auto slash = path.rfind('/');
