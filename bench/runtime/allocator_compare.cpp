@@ -7,7 +7,10 @@
 // Then the cost of the allocator's history (record_memory_history), off against on without
 // stacks and on with C++ stacks, in alternating rounds. Built alone, without libtorch, as
 // allocator_history (CUDASCOPE_HISTORY_ONLY), which runs on the sim backend unless
-// CUDASCOPE_BACKEND says otherwise: `allocator_history [ROUNDS]`.
+// CUDASCOPE_BACKEND says otherwise: `allocator_history [ROUNDS [RING_ENTRIES]]`. For
+// instruction counts, `allocator_history ops MODE PASSES` runs only the training-step mix in
+// one mode (0 off, 1 no stacks, 2 C++ stacks, 3 C++ stacks of allocations only): two counts
+// of passes under callgrind give the steady-state cost per operation.
 #include <cudascope/cuda.h>
 
 #ifndef CUDASCOPE_HISTORY_ONLY
@@ -208,14 +211,16 @@ double run_pairs(std::size_t pairs) {
   return seconds_since(start) * 1e9 / static_cast<double>(2 * pairs);
 }
 
-enum HistoryMode { kOff, kNoStacks, kCppStacks, kModes };
-constexpr const char* kModeNames[kModes] = {"off", "on, no stacks", "on, C++ stacks"};
-constexpr std::size_t kHistoryEntries = 100000;
+enum HistoryMode { kOff, kNoStacks, kCppStacks, kCppStacksAllocOnly, kModes };
+constexpr const char* kModeNames[kModes] = {"off", "on, no stacks", "on, C++ stacks",
+                                            "on, C++ stacks of allocations only"};
+std::size_t history_entries = 100000;  // the ring buffer's size
 
 void set_mode(int mode) {
   if (mode == kOff) cuda::memory::record_memory_history(std::nullopt);
-  if (mode == kNoStacks) cuda::memory::record_memory_history("all", "all", "python", kHistoryEntries);
-  if (mode == kCppStacks) cuda::memory::record_memory_history("all", "all", "all", kHistoryEntries);
+  if (mode == kNoStacks) cuda::memory::record_memory_history("all", "all", "python", history_entries);
+  if (mode == kCppStacks) cuda::memory::record_memory_history("all", "all", "all", history_entries);
+  if (mode == kCppStacksAllocOnly) cuda::memory::record_memory_history("all", "alloc", "all", history_entries);
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -293,7 +298,7 @@ void history_tables(int rounds) {
   std::printf("\nHistory: %d rounds, each running every mode (order rotating), an untimed pass then a\n"
               "timed one; ring buffer of %zu entries; ns per allocator operation (alloc or free):\n"
               "median and 25th-75th percentile; the ratio to off is per round, then its median.\n\n",
-              rounds, kHistoryEntries);
+              rounds, history_entries);
   std::printf("| workload | history | ns/op | spread | vs off | spread |\n|---|---|---|---|---|---|\n");
   const std::vector<Op> ops = training_steps(400, 24);
   std::vector<void*> slots(64, nullptr);
@@ -310,6 +315,15 @@ void history_tables(int rounds) {
 int main(int argc, char** argv) {
   setenv("CUDASCOPE_BACKEND", "sim", 0);
   cuda::init();
+  if (argc > 3 && std::string(argv[1]) == "ops") {
+    const std::vector<Op> ops = training_steps(400, 24);
+    std::vector<void*> slots(64, nullptr);
+    set_mode(std::atoi(argv[2]));
+    for (int pass = 0; pass <= std::atoi(argv[3]); ++pass) run_ops(ops, slots);  // one more: the warm-up
+    std::printf("%zu operations per pass\n", ops.size());
+    return 0;
+  }
+  if (argc > 2) history_entries = std::strtoull(argv[2], nullptr, 10);
   history_tables(argc > 1 ? std::atoi(argv[1]) : 31);
   return 0;
 }

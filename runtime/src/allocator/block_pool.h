@@ -190,8 +190,8 @@ class BlockArena {
     b->expandable = nullptr;
     b->order_delta = 0;
     b->stream_uses.clear();
-    if (b->context_when_allocated) b->context_when_allocated.reset();
-    if (b->context_when_segment_allocated) b->context_when_segment_allocated.reset();
+    b->context_when_allocated = {};
+    b->context_when_segment_allocated = {};
     free_.push_back(b);
   }
 

@@ -83,12 +83,6 @@ bool DeviceAllocator::should_split(const Block* block, std::size_t size) const {
   return size < config().max_split_size && remaining > kSmallSize;
 }
 
-void DeviceAllocator::record_entry(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream,
-                                   const ContextPtr& ctx) {
-  const bool keep = record_when_.load(std::memory_order_relaxed) >= static_cast<int>(RecordContext::kAlloc);
-  trace_.insert(TraceRecord{action, addr, size, stream, instrumentation::host_time_ns(), keep ? ctx : nullptr});
-}
-
 void DeviceAllocator::notify_observer(instrumentation::Observer* o, Observed action, std::int64_t stream,
                                       std::uintptr_t addr, std::size_t size, const BlockPool* pool) {
   using E = instrumentation::AllocatorEvent;
@@ -323,29 +317,34 @@ bool DeviceAllocator::free(void* ptr) {
   stats_.allocated_bytes.decrease(pool_index, bytes);
   block->stream_stats->allocation.decrease(1);
   block->stream_stats->allocated_bytes.decrease(bytes);
-  record(Action::kFreeRequested, reinterpret_cast<std::uintptr_t>(block->ptr), block->requested_size,
-         block->stream_id, ctx, block->context_when_allocated);
+  // A free that completes now is one record for free_requested and free_completed: half
+  // the history's cost of a free.
+  const bool completes_now = block->stream_uses.empty();
+  record(completes_now ? Action::kFree : Action::kFreeRequested, reinterpret_cast<std::uintptr_t>(block->ptr),
+         block->requested_size, block->stream_id, ctx, block->context_when_allocated);
   if (block->size >= config().max_split_size) stats_.oversize_allocations.decrease(1);
   const auto address = reinterpret_cast<std::uintptr_t>(block->ptr);
   const std::int64_t stream_id = block->stream_id;
   const std::size_t size = block->size;
-  if (!block->stream_uses.empty()) {
+  if (!completes_now) {
     if (captures_underway_.empty()) [[likely]] {
       insert_events(block);
     } else {
       deferred_until_no_capture_.push_back(block);
     }
   } else {
-    free_block(block, ctx);
+    free_block(block, ctx, /*completion_recorded=*/true);
   }
   notify(Observed::kFree, stream_id, address, size);
   return true;
 }
 
-void DeviceAllocator::free_block(Block* block, const ContextPtr& ctx) {
-  record(Action::kFreeCompleted, reinterpret_cast<std::uintptr_t>(block->ptr), block->requested_size,
-         block->stream_id, ctx, block->context_when_allocated);
-  block->context_when_allocated.reset();
+void DeviceAllocator::free_block(Block* block, const ContextPtr& ctx, bool completion_recorded) {
+  if (!completion_recorded) {
+    record(Action::kFreeCompleted, reinterpret_cast<std::uintptr_t>(block->ptr), block->requested_size,
+           block->stream_id, ctx, block->context_when_allocated);
+  }
+  block->context_when_allocated = {};
   const std::size_t original_size = block->size;
   const std::size_t requested_size = block->requested_size;
   BlockPool& pool = *block->pool;
@@ -523,11 +522,13 @@ std::size_t DeviceAllocator::largest_free_block() {
 
 void DeviceAllocator::set_history(const HistorySettings& settings) {
   std::lock_guard lock(mutex_);
+  if (settings.record_trace && !record_trace_) trace_clock_.start();
   record_trace_ = settings.record_trace;
+  trace_contexts_ = settings.when >= RecordContext::kAlloc;
   record_when_.store(static_cast<int>(settings.when));
   cpp_stacks_.store(settings.cpp_stacks);
   trace_.set_max_entries(settings.max_entries);
-  if (!settings.record_trace) trace_.clear();
+  if (!settings.record_trace) trace_.release();
 }
 
 }  // namespace cudascope::cuda::detail::alloc

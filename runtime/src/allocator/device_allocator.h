@@ -113,7 +113,7 @@ class DeviceAllocator {
 
   // History off: one relaxed load and a branch.
   ContextPtr gather(RecordContext level) const {
-    if (record_when_.load(std::memory_order_relaxed) < static_cast<int>(level)) [[likely]] return nullptr;
+    if (record_when_.load(std::memory_order_relaxed) < static_cast<int>(level)) [[likely]] return {};
     return capture_context(cpp_stacks_.load(std::memory_order_relaxed));
   }
   StreamStats* stats_for(StreamHandle stream);
@@ -139,7 +139,8 @@ class DeviceAllocator {
   // `lock` holds mutex_; release_lock_on_cudamalloc releases it around the backend's malloc.
   bool alloc_block(AllocParams& p, bool is_retry, const ContextPtr& ctx, std::unique_lock<DeviceLock>& lock);
   Block* alloc_found_block(AllocParams& p, std::size_t orig_size, ContextPtr ctx, bool split);
-  void free_block(Block* block, const ContextPtr& ctx);
+  // `completion_recorded`: free() wrote one kFree record for the request and its completion.
+  void free_block(Block* block, const ContextPtr& ctx, bool completion_recorded = false);
   std::size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool);
 
   bool release_available_cached_blocks(const AllocParams& p, const ContextPtr& ctx);
@@ -162,15 +163,17 @@ class DeviceAllocator {
 
   // Trace and observer hooks: inline tests of the flags, the work out of line, so that the
   // hot path pays a branch each when they are off.
-  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx) {
-    if (record_trace_) [[unlikely]] record_entry(action, addr, size, stream, ctx);
+  // On: a slot of the ring buffer filled in place, inline (a call costs as much again).
+  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, ContextPtr ctx) {
+    if (record_trace_) [[unlikely]] {
+      trace_.slot() = TraceRecord{action, addr, size, stream, trace_clock_.now(), trace_contexts_ ? ctx : ContextPtr{}};
+    }
   }
   // As above with the context of the block (`fallback`) when the call captured none.
-  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx,
-              const ContextPtr& fallback) {
-    if (record_trace_) [[unlikely]] record_entry(action, addr, size, stream, ctx ? ctx : fallback);
+  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, ContextPtr ctx,
+              ContextPtr fallback) {
+    record(action, addr, size, stream, ctx ? ctx : fallback);
   }
-  void record_entry(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, const ContextPtr& ctx);
   // The observer's vocabulary (instrumentation.h), distinct from the history's Action.
   using Observed = instrumentation::AllocatorEvent::Action;
   // `pool`: the pool of an allocation or new segment, so a graph's private pool is named.
@@ -218,6 +221,8 @@ class DeviceAllocator {
   std::atomic<int> record_when_{0};
   std::atomic<bool> cpp_stacks_{false};
   bool record_trace_ = false;
+  bool trace_contexts_ = false;  // context "alloc" or "all": trace records keep theirs
+  TraceClock trace_clock_;
   TraceBuffer trace_;
 };
 

@@ -70,6 +70,7 @@ void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::
   std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.address < b.address; });
   for (auto& s : mine) segments.push_back(std::move(s));
 
+  const TraceClock::ToNs to_ns = trace_clock_.to_ns();
   auto convert = [&](const TraceRecord& r) {
     memory::TraceEntry e;
     e.action = action_name(r.action);
@@ -80,17 +81,27 @@ void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::
     }
     e.size = r.size;
     e.stream = r.stream;
-    e.time_us = (static_cast<std::int64_t>(r.time_ns) + epoch_offset_ns) / 1000;
+    e.time_us = (static_cast<std::int64_t>(to_ns(r.ticks)) + epoch_offset_ns) / 1000;
     e.user_metadata = join_nvtx(r.context);
     e.frames = symbolizer.frames(r.context);
+    if (r.action == Action::kFree) {
+      trace.push_back(e);
+      e.action = action_name(Action::kFreeCompleted);
+    }
     trace.push_back(std::move(e));
   };
-  trace.reserve(trace.size() + trace_.size());
+  const std::size_t first = trace.size();
+  trace.reserve(first + trace_.size());
   trace_.for_each(convert);
+  // max_entries counts trace entries, as PyTorch's does: a kFree record made two.
+  if (trace.size() - first > trace_.max_entries()) {
+    const auto excess = static_cast<std::ptrdiff_t>(trace.size() - first - trace_.max_entries());
+    trace.erase(trace.begin() + static_cast<std::ptrdiff_t>(first), trace.begin() + static_cast<std::ptrdiff_t>(first) + excess);
+  }
   if (record_trace_) {
     // PyTorch records the snapshot itself in the trace.
-    TraceRecord self{Action::kSnapshot, 0, total_active, 0, instrumentation::host_time_ns(), nullptr};
-    trace_.insert(std::move(self));
+    TraceRecord self{Action::kSnapshot, 0, total_active, 0, trace_clock_.now(), {}};
+    trace_.insert(self);
   }
 }
 

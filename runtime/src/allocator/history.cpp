@@ -1,4 +1,4 @@
-// Context capture (raw frames now) and symbolisation (at snapshot time).
+// Context capture (raw frames, interned, now) and symbolisation (at snapshot time).
 #include "history.h"
 #include "util/elf_symbols.h"
 
@@ -8,7 +8,13 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <unordered_set>
 
@@ -16,54 +22,251 @@ namespace cudascope::cuda::detail::alloc {
 
 namespace {
 
-// The calling thread's stack top, for bounding the frame-pointer walk.
-std::uintptr_t stack_top() {
-  thread_local std::uintptr_t top = [] {
-    pthread_attr_t attr;
-    void* base = nullptr;
-    std::size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0) return std::uintptr_t{0};
-    pthread_attr_getstack(&attr, &base, &size);
-    pthread_attr_destroy(&attr);
-    return reinterpret_cast<std::uintptr_t>(base) + size;
-  }();
-  return top;
+constexpr int kMaxFrames = 64;
+// The allocator's own frames above the caller's (capture_stack, capture_context,
+// malloc/free, the public entry point) are not kept.
+constexpr int kSkippedFrames = 4;
+// Distinct stacks (and NVTX stacks) kept for the process; beyond, contexts lose that part.
+// A program with this many distinct call paths into the allocator is not one we expect.
+constexpr std::size_t kMaxInterned = std::size_t{1} << 20;
+
+// What a thread keeps for capturing, in one thread_local (one TLS lookup per capture):
+// its stack top, its NVTX stack, and its recent stacks, direct-mapped by hash, so a call
+// site seen before costs a probe and a compare against the table's copy, without a lock.
+struct RecentStack {
+  std::uint64_t hash;
+  const std::vector<void*>* frames;
+  std::uint32_t id;
+};
+struct ThreadCapture {
+  std::uintptr_t stack_top;  // 0 until first needed
+  const std::vector<std::string>* ranges;  // nvtx::range_stack(), fetched once
+  const std::vector<std::string>* last_ranges;  // the NVTX stack interned last, and its id
+  std::uint32_t last_ranges_id;
+  std::array<RecentStack, 256> stacks;
+};
+thread_local ThreadCapture thread_capture{};
+
+std::uintptr_t find_stack_top() {
+  pthread_attr_t attr;
+  void* base = nullptr;
+  std::size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+  pthread_attr_getstack(&attr, &base, &size);
+  pthread_attr_destroy(&attr);
+  return reinterpret_cast<std::uintptr_t>(base) + size;
 }
 
-// Walks frame pointers (tens of nanoseconds, against microseconds for an unwinder). Every
-// frame pointer must lie between here and the stack top and grow monotonically, so a frame
-// compiled without frame pointers ends the walk instead of faulting.
-__attribute__((noinline)) int walk_frames(void** out, int max_depth) {
+struct Walk {
   int depth = 0;
-  const auto low = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  const std::uintptr_t high = stack_top();
-  auto fp = low;
-  while (depth < max_depth && fp >= low && fp + 2 * sizeof(void*) <= high && fp % sizeof(void*) == 0) {
+  std::uint64_t hash = 0;  // of every frame walked
+};
+
+std::uint64_t mix(std::uint64_t h, const void* p) noexcept {
+  return (h ^ reinterpret_cast<std::uintptr_t>(p)) * 0x100000001b3ULL;
+}
+
+// Walks frame pointers, hashing as it goes: a few instructions a frame, where
+// _Unwind_Backtrace and backtrace() take microseconds for a 24-frame stack
+// (allocator_compare times both), so only this fits on the allocation path. Each next
+// frame pointer must lie above the last (so at or above this frame), aligned and below the
+// stack top, so a frame compiled without frame pointers ends the walk (or is stepped over)
+// instead of faulting.
+__attribute__((noinline)) Walk walk_frames(void** out, int max_depth, std::uintptr_t high) {
+  Walk walk;
+  auto fp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  while (fp + 2 * sizeof(void*) <= high) {
     void* const* frame = reinterpret_cast<void* const*>(fp);
-    void* ret = frame[1];
-    if (ret == nullptr) break;
-    out[depth++] = ret;
+    void* const ret = frame[1];
     const auto next = reinterpret_cast<std::uintptr_t>(frame[0]);
-    if (next <= fp) break;
+    if (ret == nullptr) break;
+    walk.hash = mix(walk.hash, ret);
+    out[walk.depth++] = ret;
+    if (walk.depth == max_depth || next <= fp || next % sizeof(void*) != 0) break;
     fp = next;
   }
-  return depth;
+  return walk;
+}
+
+// Every distinct value of T, stored once; ids are positions + 1. Stored values never move
+// or change (a deque that only grows), so a reference handed out stays valid unlocked.
+template <typename T>
+class InternTable {
+ public:
+  // The id and stored copy of `value` (made on first sight); {0, nullptr} once full.
+  template <typename Range>
+  std::pair<std::uint32_t, const T*> intern(const Range& value, std::uint64_t hash) {
+    std::lock_guard lock(mutex_);
+    auto [first, last] = by_hash_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      const T& stored = values_[it->second - 1];
+      if (std::equal(stored.begin(), stored.end(), value.begin(), value.end())) return {it->second, &stored};
+    }
+    if (values_.size() >= kMaxInterned) return {0, nullptr};
+    values_.emplace_back(value.begin(), value.end());
+    const auto id = static_cast<std::uint32_t>(values_.size());
+    by_hash_.emplace(hash, id);
+    return {id, &values_.back()};
+  }
+  const T& at(std::uint32_t id) {
+    std::lock_guard lock(mutex_);
+    return values_[id - 1];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<T> values_;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> by_hash_;
+};
+
+// Never destroyed: frees (and so captures) run from static destructors at exit.
+InternTable<std::vector<void*>>& stacks() {
+  static auto* table = new InternTable<std::vector<void*>>();
+  return *table;
+}
+InternTable<std::vector<std::string>>& nvtx_stacks() {
+  static auto* table = new InternTable<std::vector<std::string>>();
+  return *table;
+}
+
+// `hash` covers the allocator's own frames too (the walk hashes as it goes): the same kept
+// stack reached through malloc and through free may be stored twice, which costs a copy.
+std::uint32_t stack_id(ThreadCapture& t, std::span<void* const> frames, std::uint64_t hash) {
+  RecentStack& slot = t.stacks[(hash ^ (hash >> 29)) % t.stacks.size()];
+  if (slot.frames != nullptr && slot.hash == hash &&
+      std::equal(frames.begin(), frames.end(), slot.frames->begin(), slot.frames->end())) {
+    return slot.id;
+  }
+  const auto [id, stored] = stacks().intern(frames, hash);
+  if (id != 0) slot = {hash, stored, id};
+  return id;
+}
+
+// A thread with NVTX ranges open: its stack changes far less often than it allocates, so
+// the one interned last is compared first.
+__attribute__((noinline)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t) {
+  const std::vector<std::string>& ranges = *t.ranges;
+  if (t.last_ranges != nullptr && *t.last_ranges == ranges) return t.last_ranges_id;
+  std::uint64_t hash = ranges.size();
+  for (const auto& range : ranges) hash = (hash ^ std::hash<std::string>{}(range)) * 0x100000001b3ULL;
+  const auto [id, stored] = nvtx_stacks().intern(ranges, hash);
+  if (id != 0) {
+    t.last_ranges = stored;
+    t.last_ranges_id = id;
+  }
+  return id;
+}
+
+std::uint32_t nvtx_id(ThreadCapture& t) {
+  if (t.ranges == nullptr) [[unlikely]] t.ranges = &nvtx::range_stack();  // a thread_local: its address holds
+  return t.ranges->empty() ? 0 : nvtx_id_of_open_ranges(t);
 }
 
 }  // namespace
 
+namespace {
+// Out of line, so the NVTX-only capture does not set up the frame buffer.
+__attribute__((noinline)) std::uint32_t capture_stack(ThreadCapture& t) {
+  if (t.stack_top == 0) [[unlikely]] t.stack_top = find_stack_top();
+  void* buffer[kMaxFrames];
+  const Walk walk = walk_frames(buffer, kMaxFrames, t.stack_top);
+  // Too short to hold the allocator's own frames: keep them all.
+  const int skip = walk.depth > kSkippedFrames ? kSkippedFrames : 0;
+  return walk.depth > 0 ? stack_id(t, std::span<void* const>(buffer + skip, buffer + walk.depth), walk.hash) : 0;
+}
+}  // namespace
+
 ContextPtr capture_context(bool cpp_stacks) {
-  void* buffer[64];
-  int depth = 0;
-  if (cpp_stacks) depth = walk_frames(buffer, 64);
-  const auto& ranges = nvtx::range_stack();
-  if (depth == 0 && ranges.empty()) return nullptr;  // nothing to keep: no allocation
-  auto context = std::make_shared<Context>();
-  // Skip the allocator's own frames (capture, gather, malloc/free) above the caller's.
-  const int skip = depth > 3 ? 3 : 0;
-  context->frames.assign(buffer + skip, buffer + depth);
-  if (!ranges.empty()) context->nvtx = ranges;
+  ThreadCapture& t = thread_capture;
+  ContextPtr context;
+  context.nvtx = nvtx_id(t);
+  if (cpp_stacks) context.stack = capture_stack(t);
   return context;
+}
+
+std::span<void* const> stack_frames(std::uint32_t id) {
+  if (id == 0) return {};
+  return stacks().at(id);
+}
+
+const std::vector<std::string>& nvtx_ranges(std::uint32_t id) {
+  static const std::vector<std::string> none;
+  return id == 0 ? none : nvtx_stacks().at(id);
+}
+
+namespace {
+// CLOCK_MONOTONIC and the TSC read as close together as possible.
+void clock_pair(std::uint64_t& tick, std::uint64_t& ns) noexcept {
+#if defined(__x86_64__)
+  const std::uint64_t before = __builtin_ia32_rdtsc();
+  ns = instrumentation::host_time_ns();
+  tick = before + (__builtin_ia32_rdtsc() - before) / 2;
+#else
+  ns = instrumentation::host_time_ns();
+  tick = ns;
+#endif
+}
+
+// The kernel's own judgement of the TSC: it keeps time by it only when it is invariant and
+// synchronised across cores.
+bool kernel_clock_is_tsc() {
+  std::FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+  if (f == nullptr) return false;
+  char name[32] = {};
+  const bool tsc = std::fgets(name, sizeof name, f) != nullptr && std::strncmp(name, "tsc", 3) == 0;
+  std::fclose(f);
+  return tsc;
+}
+}  // namespace
+
+void TraceClock::start() {
+#if defined(__x86_64__)
+  static const bool tsc = kernel_clock_is_tsc();
+  tsc_ = tsc;
+#endif
+  if (tsc_) clock_pair(tick0_, ns0_);
+}
+
+TraceClock::ToNs TraceClock::to_ns() const {
+  if (!tsc_) return {true, 0, 0, 0.0};
+  std::uint64_t tick = 0, ns = 0;
+  clock_pair(tick, ns);
+  const double rate = tick > tick0_ ? static_cast<double>(ns - ns0_) / static_cast<double>(tick - tick0_) : 0.0;
+  return {false, tick0_, ns0_, rate};
+}
+
+std::uint64_t TraceClock::ToNs::operator()(std::uint64_t tick) const noexcept {
+  if (identity) return tick;
+  const double delta = static_cast<double>(static_cast<std::int64_t>(tick - tick0)) * ns_per_tick;
+  return static_cast<std::uint64_t>(static_cast<double>(ns0) + delta);
+}
+
+void TraceBuffer::set_max_entries(std::size_t n) {
+  n = std::max<std::size_t>(n, 1);
+  if (n == max_entries_) return;
+  std::rotate(data_.get(), data_.get() + next_, data_.get() + size_);  // oldest first
+  next_ = 0;
+  if (size_ > n) {
+    std::move(data_.get() + (size_ - n), data_.get() + size_, data_.get());
+    size_ = n;
+  }
+  max_entries_ = n;
+}
+
+void TraceBuffer::release() {
+  data_.reset();
+  size_ = capacity_ = next_ = 0;
+}
+
+// Reserved without being written (make_unique_for_overwrite): pages are touched only as
+// records fill them.
+TraceRecord& TraceBuffer::grown_slot() {
+  const std::size_t capacity = std::min(max_entries_, std::max(kReserved, 2 * capacity_));
+  auto grown = std::make_unique_for_overwrite<TraceRecord[]>(capacity);
+  std::copy(data_.get(), data_.get() + size_, grown.get());
+  data_ = std::move(grown);
+  capacity_ = capacity;
+  return data_[size_++];
 }
 
 const char* action_name(Action action) noexcept {
@@ -78,6 +281,7 @@ const char* action_name(Action action) noexcept {
     case Action::kSnapshot: return "snapshot";
     case Action::kOom: return "oom";
     case Action::kUserDefined: return "user_defined";
+    case Action::kFree: return "free_requested";
   }
   return "unknown";
 }
@@ -91,12 +295,6 @@ std::string_view intern(const std::string& s) {
   return *table->insert(s).first;
 }
 }  // namespace
-
-std::size_t Symbolizer::StackHash::operator()(const std::vector<void*>& v) const noexcept {
-  std::size_t h = v.size();
-  for (void* p : v) h = (h ^ reinterpret_cast<std::uintptr_t>(p)) * 0x100000001b3ULL;
-  return h;
-}
 
 memory::Frame Symbolizer::frame(void* address) {
   auto found = cache_.find(address);
@@ -124,23 +322,20 @@ memory::Frame Symbolizer::frame(void* address) {
 }
 
 const std::vector<memory::Frame>& Symbolizer::frames(const ContextPtr& context) {
-  if (!context || context->frames.empty()) return empty_;
-  auto known = by_context_.find(context.get());
-  if (known != by_context_.end()) return *known->second;
+  if (context.stack == 0) return empty_;
   // Identical stacks (the same call site) are symbolised once.
-  auto [it, inserted] = by_stack_.try_emplace(context->frames);
+  auto [it, inserted] = by_stack_.try_emplace(context.stack);
   if (inserted) {
-    it->second.reserve(context->frames.size());
-    for (void* address : context->frames) it->second.push_back(frame(address));
+    const std::span<void* const> addresses = stack_frames(context.stack);
+    it->second.reserve(addresses.size());
+    for (void* address : addresses) it->second.push_back(frame(address));
   }
-  by_context_.emplace(context.get(), &it->second);
   return it->second;
 }
 
 std::string join_nvtx(const ContextPtr& context) {
   std::string out;
-  if (!context) return out;
-  for (const auto& range : context->nvtx) {
+  for (const auto& range : nvtx_ranges(context.nvtx)) {
     if (!out.empty()) out += ';';
     out += range;
   }

@@ -1,15 +1,20 @@
 #pragma once
-// Allocation history: what record_memory_history keeps. A Context is captured on the
-// allocation path as raw return addresses and the thread's NVTX range stack; it is
-// symbolised only when a snapshot is taken. The TraceBuffer is the ring buffer of
-// actions (PyTorch's TraceEntryRingBuffer). Not thread-safe: the device lock guards a
-// TraceBuffer; Contexts are immutable once made.
+// Allocation history: what record_memory_history keeps. A context is captured on the
+// allocation path as the calling thread's raw return addresses and its NVTX range stack,
+// both interned in process-wide tables: a context is two ids, and a call site seen before
+// costs a frame walk, a hash and a probe of a per-thread cache (no lock, no allocation).
+// Frames are symbolised only when a snapshot is taken. The TraceBuffer is the ring buffer
+// of actions (PyTorch's TraceEntryRingBuffer): fixed-size records, allocated when
+// recording starts. Thread-safety: capture_context and the tables are thread-safe (the
+// tables only grow, so what they return stays valid); the device lock guards a TraceBuffer.
 
+#include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/memory.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,11 +24,14 @@ namespace cudascope::cuda::detail::alloc {
 // When to keep a context, as PyTorch's RecordContext.
 enum class RecordContext : int { kNever = 0, kState = 1, kAlloc = 2, kAll = 3 };
 
-struct Context {
-  std::vector<void*> frames;       // raw return addresses, innermost first
-  std::vector<std::string> nvtx;   // the thread's NVTX ranges, outermost first
+// A captured context: ids in the process's stack and NVTX tables, 0 for none. A value, so
+// records and blocks hold it without reference counts.
+struct ContextId {
+  std::uint32_t stack = 0;
+  std::uint32_t nvtx = 0;
+  explicit operator bool() const noexcept { return stack != 0 || nvtx != 0; }
 };
-using ContextPtr = std::shared_ptr<const Context>;
+using ContextPtr = ContextId;  // the name the allocator's callers (and the sanitizer) use
 
 // Process-wide recording settings, read on every allocation (one relaxed load when off).
 struct HistorySettings {
@@ -35,10 +43,15 @@ struct HistorySettings {
 
 // Captures the calling thread's context (cheap: no symbolisation).
 ContextPtr capture_context(bool cpp_stacks);
+// An interned stack's return addresses, innermost first (empty for 0).
+std::span<void* const> stack_frames(std::uint32_t id);
+// An interned NVTX range stack, outermost first (empty for 0).
+const std::vector<std::string>& nvtx_ranges(std::uint32_t id);
 
 enum class Action : std::uint8_t {
   kAlloc, kFreeRequested, kFreeCompleted, kSegmentAlloc, kSegmentFree, kSegmentMap, kSegmentUnmap, kSnapshot, kOom,
-  kUserDefined
+  kUserDefined,
+  kFree  // free_requested and free_completed at once (one record, two trace entries)
 };
 const char* action_name(Action action) noexcept;
 
@@ -47,36 +60,76 @@ struct TraceRecord {
   std::uintptr_t addr;  // device_free for kOom
   std::size_t size;
   std::int64_t stream;
-  std::uint64_t time_ns;  // instrumentation::host_time_ns()
+  std::uint64_t ticks;  // TraceClock::now()
   ContextPtr context;
 };
 
+// The history's timestamps. Where the kernel keeps time by the TSC, a record takes the raw
+// TSC (an inline rdtsc): host_time_ns() scales it through a call and an atomic load, which
+// on a virtual machine doubles the cost of the three stamps of an alloc/free pair. Ticks
+// are mapped onto host_time_ns()'s line (CLOCK_MONOTONIC) when a snapshot is taken, through
+// the anchor taken at start() and one taken then. Elsewhere a tick is a host_time_ns().
+class TraceClock {
+ public:
+  void start();
+  std::uint64_t now() const noexcept {
+#if defined(__x86_64__)
+    if (tsc_) [[likely]] return __builtin_ia32_rdtsc();
+#endif
+    return instrumentation::host_time_ns();
+  }
+  // Ticks to host_time_ns(), for the records taken since start().
+  struct ToNs {
+    bool identity;  // ticks are host_time_ns() already
+    std::uint64_t tick0, ns0;
+    double ns_per_tick;
+    std::uint64_t operator()(std::uint64_t tick) const noexcept;
+  };
+  ToNs to_ns() const;
+
+ private:
+  bool tsc_ = false;
+  std::uint64_t tick0_ = 0;
+  std::uint64_t ns0_ = 0;
+};
+
+// Oldest entries are overwritten once `max_entries` are kept. The storage is reserved at
+// the first insert (up to kReserved entries at once; an unbounded buffer doubles past it)
+// without touching its pages, so a device that records nothing costs no memory; after
+// that an insert fills one fixed-size slot in place and allocates nothing.
 class TraceBuffer {
  public:
-  void set_max_entries(std::size_t n) { max_entries_ = n < 1 ? 1 : n; }
-  void insert(TraceRecord&& record) {
-    if (entries_.size() < max_entries_) {
-      entries_.push_back(std::move(record));
-    } else {
-      entries_[next_] = std::move(record);
-      if (++next_ == max_entries_) next_ = 0;
+  static constexpr std::size_t kReserved = std::size_t{1} << 20;
+  // Keeps the newest records that fit.
+  void set_max_entries(std::size_t n);
+  void insert(const TraceRecord& record) { slot() = record; }
+  // The slot the next record goes to.
+  TraceRecord& slot() {
+    if (size_ == max_entries_) [[likely]] {
+      TraceRecord& oldest = data_[next_];
+      next_ = next_ + 1 == max_entries_ ? 0 : next_ + 1;
+      return oldest;
     }
+    if (size_ < capacity_) [[likely]] return data_[size_++];
+    return grown_slot();
   }
-  void clear() {
-    entries_.clear();
-    next_ = 0;
-  }
+  // Drops the records and their storage (recording stopped).
+  void release();
   // Oldest first.
   template <typename F>
   void for_each(F f) const {
-    for (std::size_t i = next_; i < entries_.size(); ++i) f(entries_[i]);
-    for (std::size_t i = 0; i < next_; ++i) f(entries_[i]);
+    for (std::size_t i = next_; i < size_; ++i) f(data_[i]);
+    for (std::size_t i = 0; i < next_; ++i) f(data_[i]);
   }
-  std::size_t size() const noexcept { return entries_.size(); }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t max_entries() const noexcept { return max_entries_; }
 
  private:
-  std::vector<TraceRecord> entries_;
-  std::size_t next_ = 0;
+  TraceRecord& grown_slot();
+  std::unique_ptr<TraceRecord[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+  std::size_t next_ = 0;  // the oldest record once full
   std::size_t max_entries_ = 1;
 };
 
@@ -87,13 +140,9 @@ class Symbolizer {
   const std::vector<memory::Frame>& frames(const ContextPtr& context);
 
  private:
-  struct StackHash {
-    std::size_t operator()(const std::vector<void*>& v) const noexcept;
-  };
   memory::Frame frame(void* address);
   std::unordered_map<void*, memory::Frame> cache_;
-  std::unordered_map<const Context*, const std::vector<memory::Frame>*> by_context_;
-  std::unordered_map<std::vector<void*>, std::vector<memory::Frame>, StackHash> by_stack_;
+  std::unordered_map<std::uint32_t, std::vector<memory::Frame>> by_stack_;
   std::vector<memory::Frame> empty_;
 };
 
