@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Builds the runtime and its allocator tests with sanitizers and runs them on the sim
-# backend: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
-# ThreadSanitizer (build-tsan/). Usage: .ci/sanitizers.sh [asan|tsan|all] [build|run|all]
+# The sanitizer builds of the runtime's, profiler's and analysis' tests, run on the sim
+# backend: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then ThreadSanitizer
+# (build-tsan/). Usage: .ci/sanitizers.sh [asan|tsan|all] [build|run|all]
 # (default all all: the second argument lets scripts/run-tests.sh time building and running apart).
+#
+# The ASan build is also the coverage build (gcc --coverage): one instrumented build runs every
+# test of tests/runtime, tests/profiler and tests/analysis under ASan and UBSan, and
+# `scripts/coverage.sh --report build-asan` reads the counts that run leaves. A second build of
+# the same sources for coverage alone took a fifth of the CI run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -15,8 +20,10 @@ jobs="${CUDASCOPE_JOBS:-2}"
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF
         -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF)
-# Each build makes only the executables its run below uses (TSan needs no analysis library).
-asan_targets=(runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test allocator_model_test host_allocator_test analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test blas_test ipc_test graphs_test sanitizer_test)
+coverage=("-DCMAKE_CXX_FLAGS=--coverage -fprofile-update=atomic" "-DCMAKE_C_FLAGS=--coverage -fprofile-update=atomic"
+          -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage)
+# Each build makes only what its run below uses (TSan needs no analysis library).
+asan_dirs=(tests/runtime tests/profiler tests/analysis)
 tsan_targets=(allocator_threads_test allocator_test runtime_test runtime_sim_test host_allocator_test blas_test ipc_test graphs_test)
 export CUDASCOPE_BACKEND=sim
 
@@ -34,20 +41,20 @@ run() {  # run BUILD_DIR TEST...
 }
 
 if [[ "$which" == all || "$which" == asan ]] && [[ "$phase" != run ]]; then
-  cmake -S . -B build-asan "${common[@]}" "-DCUDASCOPE_SANITIZE=address;undefined" >/dev/null
-  cmake --build build-asan -j "$jobs" --target "${asan_targets[@]}"
+  cmake -S . -B build-asan "${common[@]}" "${coverage[@]}" "-DCUDASCOPE_SANITIZE=address;undefined" >/dev/null
+  cmake --build build-asan -j "$jobs" --target "${asan_dirs[@]/%//all}"
 fi
 if [[ "$which" == all || "$which" == asan ]] && [[ "$phase" != build ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run build-asan runtime_test runtime_sim_test allocator_test allocator_property_test allocator_threads_test host_allocator_test
-  # memory_stats against the reference model of the statistics, key by key after every step.
-  run build-asan allocator_model_test
-  # The snapshot loaders take untrusted files: their tests and fuzz corpus under ASan too.
-  run build-asan analysis_snapshot_test analysis_snapshot_fuzz_test analysis_trace_test
-  # cuBLAS handles and CUDA IPC (shared memory, a second process, reference counting).
-  run build-asan blas_test ipc_test
-  # CUDA graphs' private pools and the stream sanitizer's bookkeeping.
-  run build-asan graphs_test sanitizer_test
+  # Every test of the three folders, at the volume the main run uses: the allocator's property,
+  # model and thread tests, the snapshot and trace readers with their fuzz corpora (they take
+  # untrusted files), cuBLAS handles, IPC, graphs' pools, the stream sanitizer, the sessions.
+  find build-asan -name '*.gcda' -delete  # coverage counts of this run only
+  status=0
+  for dir in "${asan_dirs[@]}"; do
+    ctest --test-dir "build-asan/$dir" -j "$jobs" -LE gpu --timeout 1800 --output-on-failure || status=1
+  done
+  [[ "$status" == 0 ]] || exit "$status"
 fi
 
 if [[ "$which" == all || "$which" == tsan ]] && [[ "$phase" != run ]]; then
