@@ -11,7 +11,9 @@
 // Configuration comes from the environment, read at the first allocation:
 // CUDASCOPE_ALLOC_CONF (else PYTORCH_CUDA_ALLOC_CONF), CUDASCOPE_METRICS=address:port (a
 // Prometheus endpoint for this process), CUDASCOPE_OOM_SNAPSHOT=path (a snapshot written when
-// an allocation fails), CUDASCOPE_BACKEND (cuda by default; sim for tests without a GPU).
+// an allocation fails, with the allocator's history, on from the first allocation; see
+// record_memory_history in cudascope/cuda/memory.h for CUDASCOPE_OOM_HISTORY=stacks|off),
+// CUDASCOPE_BACKEND (cuda by default; sim for tests without a GPU).
 //
 // Errors: PyTorch's pluggable allocator does not check what alloc returns (NULL would become a
 // tensor without memory), so in a PyTorch process the hooks (alloc ... release_pool) raise C++

@@ -129,8 +129,17 @@ namespace memory {
 // need) or "all" (every action in a ring buffer of `max_entries`); std::nullopt stops
 // recording and clears the buffer. `context`: "state", "alloc", "all" or std::nullopt:
 // which actions keep a stack. `stacks`: "python", "cpp" or "all": C++ frames are captured
-// as raw addresses and symbolised when a snapshot is taken. Each entry also keeps the
-// thread's NVTX range stack as user_metadata.
+// as raw addresses (a frame-pointer walk: frames of code built without frame pointers are
+// missed) and symbolised when a snapshot is taken. Each entry also keeps the thread's NVTX
+// range stack as user_metadata.
+//
+// On by default where an out-of-memory snapshot is asked for: a process started with
+// CUDASCOPE_OOM_SNAPSHOT=path records from the allocator's first use as if it had called
+// record_memory_history("all", "all", "python", 100000), so the snapshot written at the
+// failure carries the actions that led to it (about 1.1x per allocator operation; see
+// bench/results/allocator.md). CUDASCOPE_OOM_HISTORY=stacks records C++ stacks as well
+// ("all", "all", "all": 1.5-2x), CUDASCOPE_OOM_HISTORY=off records nothing; any call here
+// replaces the default, record_memory_history(std::nullopt) included.
 void record_memory_history(std::optional<std::string> enabled = "all", std::optional<std::string> context = "all",
                            const std::string& stacks = "all", std::size_t max_entries = SIZE_MAX);
 
