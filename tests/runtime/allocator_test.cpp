@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <thread>
 
 namespace cudascope::testing {
@@ -336,6 +337,69 @@ TEST_F(AllocatorTest, HistoryRecordsActionsWithNvtxAndStacks) {
   EXPECT_EQ(snap.device_traces[0].size(), 4u);  // a ring of max_entries
   cuda::memory::record_memory_history(std::nullopt);
   EXPECT_TRUE(cuda::memory::memory_snapshot().device_traces[0].empty());
+}
+
+// A distinct call site per thread: its name must head the stacks that thread's
+// allocations keep, however the threads interleave in the process-wide stack table.
+template <int Thread>
+__attribute__((noinline)) void* alloc_from_thread(std::size_t size) {
+  void* p = cuda::caching_allocator_alloc(size, 0);
+  asm volatile("" : : "r"(p) : "memory");  // a call, not a jump: this frame stays
+  return p;
+}
+
+template <int Thread>
+void allocate_in_range(std::vector<void*>& out) {
+  cuda::nvtx::Range range(("thread " + std::to_string(Thread)).c_str());
+  for (int i = 0; i < 50; ++i) out.push_back(alloc_from_thread<Thread>(4096 + 512 * Thread));
+}
+
+TEST_F(AllocatorTest, HistoryKeepsEachThreadsStackAndRanges) {
+  cuda::memory::record_memory_history("all", "all", "all", 1000);
+  std::vector<void*> blocks[3];
+  std::thread t0([&] { allocate_in_range<0>(blocks[0]); });
+  std::thread t1([&] { allocate_in_range<1>(blocks[1]); });
+  std::thread t2([&] { allocate_in_range<2>(blocks[2]); });
+  t0.join();
+  t1.join();
+  t2.join();
+  const auto snap = cuda::memory::memory_snapshot();
+  cuda::memory::record_memory_history(std::nullopt);
+  std::map<std::uint64_t, int> thread_of;
+  for (int t = 0; t < 3; ++t) {
+    for (void* p : blocks[t]) thread_of[reinterpret_cast<std::uint64_t>(p)] = t;
+  }
+  int seen = 0;
+  for (const auto& e : snap.device_traces[0]) {
+    if (e.action != "alloc") continue;
+    const int t = thread_of.at(e.addr);
+    ++seen;
+    EXPECT_EQ(e.user_metadata, "thread " + std::to_string(t));
+    ASSERT_FALSE(e.frames.empty());
+    EXPECT_THAT(std::string(e.frames[0].name), ::testing::HasSubstr("alloc_from_thread<" + std::to_string(t) + ">"));
+  }
+  EXPECT_EQ(seen, 150);
+  for (auto& list : blocks) {
+    for (void* p : list) cuda::caching_allocator_delete(p);
+  }
+}
+
+// One record stands for both when a free completes at once; the snapshot still shows
+// free_requested then free_completed, at the same time.
+TEST_F(AllocatorTest, AFreeThatCompletesAtOnceIsRequestedThenCompleted) {
+  cuda::memory::record_memory_history("all", "all", "python", 100);
+  void* p = cuda::caching_allocator_alloc(4096);
+  cuda::caching_allocator_delete(p);
+  const auto snap = cuda::memory::memory_snapshot();
+  cuda::memory::record_memory_history(std::nullopt);
+  const auto& trace = snap.device_traces[0];
+  ASSERT_EQ(trace.size(), 4u);
+  EXPECT_EQ(trace[2].action, "free_requested");
+  EXPECT_EQ(trace[3].action, "free_completed");
+  EXPECT_EQ(trace[2].addr, reinterpret_cast<std::uint64_t>(p));
+  EXPECT_EQ(trace[3].addr, trace[2].addr);
+  EXPECT_EQ(trace[3].time_us, trace[2].time_us);
+  EXPECT_LE(trace[1].time_us, trace[2].time_us);
 }
 
 TEST_F(AllocatorTest, SnapshotSegmentsTileAndAgreeWithStats) {
