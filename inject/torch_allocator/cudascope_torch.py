@@ -1,6 +1,9 @@
 """PyTorch on cudascope's caching allocator: PyTorch's algorithm and statistics, cheaper per
 operation, with cudascope's metrics (CUDASCOPE_METRICS=address:port), history with NVTX
-ranges, snapshots, and a snapshot on out-of-memory (CUDASCOPE_OOM_SNAPSHOT=path).
+ranges, snapshots, and a snapshot on out-of-memory (CUDASCOPE_OOM_SNAPSHOT=path), which turns
+the allocator's history on from the first allocation so the snapshot shows what led there
+(CUDASCOPE_OOM_HISTORY=stacks adds C++ stacks, =off turns it off; record_memory_history
+replaces it).
 
     import cudascope_torch
     cudascope_torch.enable()          # before the first CUDA tensor
