@@ -2,7 +2,7 @@
 // (compute, communication, copies) and the step ranges; interval unions then give each
 // step's figures (rank_summary.h has the definitions).
 #include <cudascope/analysis/rank_summary.h>
-#include <cudascope/exporters/communication_kernel.h>
+#include <cudascope/util/communication_kernel.h>
 
 #include "interval_set.h"
 
@@ -49,14 +49,14 @@ bool has_communication_mark(const TraceModel& model, const TraceModel::Event& e)
   return model.args_json(e).find("\"communication\":true") != std::string_view::npos;
 }
 
-// The trace's communication kernels (is_communication_kernel_event), the name test cached per
-// interned name.
+// is_communication_kernel_event for events already known to be kernels, the name test cached
+// per interned name (a trace has millions of kernels and few names).
 class CommunicationTest {
  public:
   explicit CommunicationTest(const TraceModel& model) : model_(model) {}
   bool operator()(const TraceModel::Event& e) {
     auto [it, added] = by_name_.try_emplace(e.name, false);
-    if (added) it->second = exporters::is_communication_kernel(model_.name(e));
+    if (added) it->second = util::is_communication_kernel(model_.name(e));
     return it->second || has_communication_mark(model_, e);
   }
 
@@ -152,7 +152,8 @@ bool is_step_name(std::string_view name) {
 }
 
 bool is_communication_kernel_event(const TraceModel& model, const TraceModel::Event& e) {
-  return exporters::is_communication_kernel(model.name(e)) || has_communication_mark(model, e);
+  if (!e.is_slice() || device_kind(model.cat(e)) != DeviceKind::kernel) return false;
+  return util::is_communication_kernel(model.name(e)) || has_communication_mark(model, e);
 }
 
 RankSummary summarize_rank(const TraceModel& model, const std::string& file, const RankSummaryOptions& options) {

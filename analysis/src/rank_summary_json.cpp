@@ -202,6 +202,19 @@ bool is_rank_summary(util::PeekedInput& input) {
   return text.substr(0, kFirstMember.size()) == kFirstMember;
 }
 
+std::string rank_summary_path_for_trace(const std::string& trace_path) {
+  const std::size_t slash = trace_path.rfind('/');
+  const std::size_t name_at = slash == std::string::npos ? 0 : slash + 1;
+  std::string name = trace_path.substr(name_at);
+  for (std::string_view ending : {std::string_view(".json.gz"), std::string_view(".json")}) {
+    if (name.size() > ending.size() && name.compare(name.size() - ending.size(), ending.size(), ending) == 0) {
+      name.resize(name.size() - ending.size());
+      break;
+    }
+  }
+  return trace_path.substr(0, name_at) + "summary_" + name + ".json";
+}
+
 std::string write_rank_summary(const RankSummary& summary, const std::string& path) {
   try {
     util::OutputFile out(path, 6);

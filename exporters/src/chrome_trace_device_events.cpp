@@ -2,7 +2,7 @@
 // counters, CUPTI overhead, and the device and stream metadata.
 #include <cudascope/exporters/chrome_trace_writer.h>
 
-#include <cudascope/exporters/communication_kernel.h>
+#include <cudascope/util/communication_kernel.h>
 
 #include "chrome_trace_common.h"
 #include "flow_pairing.h"
@@ -62,11 +62,11 @@ void ChromeTraceWriter::kernel(const Record& r) {
 }
 
 // NCCL's kernels carry "communication":true and the collective, which the analysis reads
-// (communication_kernel.h); Kineto's cat "kernel" stays, so every tool still sees a kernel.
+// (util/communication_kernel.h); Kineto's cat "kernel" stays, so every tool still sees a kernel.
 void ChromeTraceWriter::communication_args(const std::string& name) {
-  if (!is_communication_kernel(name)) return;
+  if (!util::is_communication_kernel(name)) return;
   buffer_ += ",\"communication\":true";
-  const std::string_view collective = collective_of(name);
+  const std::string_view collective = util::collective_of(name);
   if (collective.empty()) return;
   buffer_ += ",\"collective\":";
   append_json_string(buffer_, std::string(collective));

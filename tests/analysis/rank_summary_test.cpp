@@ -4,6 +4,7 @@
 #include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_loader.h>
 #include <cudascope/exporters/chrome_trace_writer.h>
+#include <cudascope/util/communication_kernel.h>
 
 #include <gtest/gtest.h>
 
@@ -86,6 +87,32 @@ TEST(RankSummaryTest, OurMarkMakesAKernelCommunicationWhateverItsName) {
   ASSERT_EQ(s.steps.size(), 1u);
   EXPECT_EQ(s.steps[0].communication_ns, 40 * kUs);
   EXPECT_EQ(s.steps[0].compute_ns, 0);
+}
+
+// The one rule (util/communication_kernel.h through is_communication_kernel_event) that the
+// summaries and the viewer's clock alignment share: a kernel slice, by NCCL's name or our mark.
+TEST(CommunicationKernelRuleTest, OnlyKernelSlicesNamedByNcclOrMarkedAreCommunication) {
+  auto loaded = load_trace_text(
+      trace(kGpuName + slice(kNccl, "kernel", 0, 9, 0, 10) + "," + slice("ncclKernel_AllGather_RING_LL", "Kernel", 0, 9, 20, 10) +
+            "," + slice("allreduce_custom", "kernel", 0, 9, 40, 10, "{\"communication\":true}") + "," +
+            slice("gemm", "kernel", 0, 7, 60, 10) + "," + slice(kNccl, "cpu_op", 1000, 1, 0, 10) + "," +
+            slice("my_nccl_helper", "kernel", 0, 7, 80, 10)),
+      "test");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const TraceModel& model = *loaded.model;
+  std::vector<std::string> communication;
+  for (std::size_t i = 0; i < model.event_count(); ++i) {
+    if (is_communication_kernel_event(model, model.event(i))) communication.emplace_back(model.name(model.event(i)));
+  }
+  EXPECT_EQ(communication, (std::vector<std::string>{kNccl, "ncclKernel_AllGather_RING_LL", "allreduce_custom"}));
+}
+
+TEST(CommunicationKernelRuleTest, CollectiveComesFromBothCurrentNameForms) {
+  EXPECT_EQ(cudascope::util::collective_of(kNccl), "AllReduce");
+  EXPECT_EQ(cudascope::util::collective_of("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*)"), "AllGather");
+  EXPECT_EQ(cudascope::util::collective_of("ncclAllReduceRingLLKernel_sum_f32(ncclColl)"), "");
+  EXPECT_TRUE(cudascope::util::is_communication_kernel("ncclAllReduceRingLLKernel_sum_f32(ncclColl)"));
+  EXPECT_FALSE(cudascope::util::is_communication_kernel("my_nccl_helper"));
 }
 
 TEST(RankSummaryTest, CopiesAreBusyButNeitherComputeNorTheyHideCommunication) {
@@ -259,6 +286,16 @@ TEST(RankSummaryWriterTest, OurTraceOfAnNcclKernelReadsBackAsCommunication) {
   EXPECT_EQ(s.total.communication_ns, 50000);
   EXPECT_EQ(s.total.exposed_communication_ns, 50000);
   EXPECT_EQ(s.devices, std::vector<int>{1});
+}
+
+}  // namespace
+
+namespace {
+
+TEST(RankSummaryPathTest, SummaryIsNamedAfterTheTraceInItsDirectory) {
+  EXPECT_EQ(rank_summary_path_for_trace("run/trace_3.json.gz"), "run/summary_trace_3.json");
+  EXPECT_EQ(rank_summary_path_for_trace("/a.b/trace_0.1234.json"), "/a.b/summary_trace_0.1234.json");
+  EXPECT_EQ(rank_summary_path_for_trace("t_norank"), "summary_t_norank.json");
 }
 
 }  // namespace

@@ -45,15 +45,11 @@ void append_us(std::string& out, std::int64_t ns) {
 
 }  // namespace
 
-bool is_communication_kernel(const TraceModel& model, const TraceModel::Event& e) {
-  return e.ph == 'X' && model.cat(e) == "kernel" && analysis::is_communication_kernel_event(model, e);
-}
-
 std::vector<std::int64_t> collective_ends(const TraceModel& model) {
   std::vector<std::pair<std::int64_t, std::int64_t>> found;  // (start, end)
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const auto& e = model.event(i);
-    if (is_communication_kernel(model, e)) found.emplace_back(e.ts_ns, e.end_ns());
+    if (analysis::is_communication_kernel_event(model, e)) found.emplace_back(e.ts_ns, e.end_ns());
   }
   std::sort(found.begin(), found.end());
   std::vector<std::int64_t> ends;

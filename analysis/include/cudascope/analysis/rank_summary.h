@@ -8,8 +8,9 @@
 // Definitions, per device of the trace, over a step's time span [start, end):
 //   busy           the union of all device activity (kernels, copies, fills) on any stream
 //   compute        the union of kernels that are not communication
-//   communication  the union of communication kernels (exporters/communication_kernel.h:
-//                  NCCL's by name, or "communication":true in their args)
+//   communication  the union of communication kernels (is_communication_kernel_event:
+//                  NCCL's by name, util/communication_kernel.h, or "communication":true in
+//                  their args)
 //   exposed        communication minus compute: the time a collective ran while no compute
 //                  kernel ran on any stream of the device (the part overlap did not hide)
 //   copy           the union of copies and fills
@@ -74,9 +75,10 @@ struct RankSummaryOptions {
 // One pass over the model's events, then per-device interval unions.
 RankSummary summarize_rank(const TraceModel& model, const std::string& file, const RankSummaryOptions& options = {});
 
-// Whether a kernel event is communication: an NCCL kernel by name (exporters'
-// is_communication_kernel, for traces without our mark) or "communication":true in its args.
-// The one rule the summaries and the viewer's clock alignment share.
+// Whether an event is a communication kernel: a kernel slice (cat "kernel", any case, as
+// Kineto's versions write it) that is NCCL's by name (util/communication_kernel.h, for traces
+// without our mark) or carries "communication":true in its args. The one rule the summaries
+// and the viewer's clock alignment share.
 bool is_communication_kernel_event(const TraceModel& model, const TraceModel::Event& e);
 
 // JSON, one object whose first member is "cudascopeRankSummary" (the format version), which is
@@ -102,6 +104,13 @@ bool is_rank_summary(util::PeekedInput& input);
 // Writes rank_summary_json(summary) to `path` (gzip when it ends in ".gz"). Returns an empty
 // string on success, else the problem naming the path.
 std::string write_rank_summary(const RankSummary& summary, const std::string& path);
+
+// The summary written beside a trace (by the injection library, at exit): in the trace's
+// directory, "summary_" and the trace's file name with its ".json" or ".json.gz" ending
+// made ".json": "run/trace_3.json.gz" -> "run/summary_trace_3.json",
+// "trace_0.1234.json" -> "summary_trace_0.1234.json". A prefix rather than a suffix, so a
+// glob of the traces (trace_*.json) never picks up their summaries.
+std::string rank_summary_path_for_trace(const std::string& trace_path);
 
 // Whether a step-name rule matches (exposed for tests): "ProfilerStep#3" is not among these
 // (it has a rule of its own); "step", "Step 3", "train_step", "training step #4",

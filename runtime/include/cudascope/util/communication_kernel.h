@@ -1,8 +1,10 @@
 #pragma once
 // Which kernels are communication: NCCL's (and RCCL's, which keep the names). The trace
-// writer marks them ("args":{"communication":true,"collective":"AllReduce"}); the analysis
-// recognises them by the same rule in traces that carry no mark (torch.profiler's Kineto
-// traces keep cat "kernel" and the plain name), so both agree on every trace.
+// writer (exporters/) marks them ("args":{"communication":true,"collective":"AllReduce"});
+// the analysis recognises them by the same rule in traces that carry no mark (torch.profiler's
+// Kineto traces keep cat "kernel" and the plain name), so both agree on every trace. It lives
+// here, in the runtime, because that is the one component both the exporters and the analysis
+// build on: neither has to depend on the other for it.
 //
 // Names as CUPTI reports them, demangled:
 //   ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)   NCCL >= 2.19
@@ -13,7 +15,7 @@
 
 #include <string_view>
 
-namespace cudascope::exporters {
+namespace cudascope::util {
 
 inline bool is_communication_kernel(std::string_view name) noexcept { return name.substr(0, 4) == "nccl"; }
 
@@ -28,4 +30,4 @@ inline std::string_view collective_of(std::string_view name) noexcept {
   return {};
 }
 
-}  // namespace cudascope::exporters
+}  // namespace cudascope::util

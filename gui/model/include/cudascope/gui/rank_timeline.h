@@ -43,9 +43,8 @@
 
 namespace cudascope::gui {
 
-// An NCCL kernel: cat "kernel" and a name starting with "nccl" or args "communication": true.
-bool is_communication_kernel(const analysis::TraceModel& model, const analysis::TraceModel::Event& e);
-// The end times (ns, the trace's own clock) of the communication kernels, in start order.
+// The end times (ns, the trace's own clock) of the communication kernels
+// (analysis::is_communication_kernel_event, the rule the rank summaries use), in start order.
 std::vector<std::int64_t> collective_ends(const analysis::TraceModel& model);
 
 // One rank's clock relative to the reference rank's.
