@@ -84,6 +84,28 @@ StepRow step_row(const std::string& key, const std::vector<RankStep>& ranks) {
   return row;
 }
 
+// A job's ranks that have no input: the largest world size the summaries give, minus the
+// ranks they cover. At scale a missing rank is easy to overlook in a table of hundreds.
+std::string missing_ranks_note(const std::vector<RankSummary>& summaries) {
+  int world = -1;
+  std::set<int> present;
+  for (const RankSummary& s : summaries) {
+    world = std::max(world, s.world_size);
+    if (s.rank >= 0) present.insert(s.rank);
+  }
+  if (world <= 0) return {};
+  std::string listed;
+  int missing = 0;
+  constexpr int kListed = 20;
+  for (int r = 0; r < world; ++r) {
+    if (present.count(r) != 0) continue;
+    if (++missing <= kListed) listed += (missing == 1 ? "" : ", ") + std::to_string(r);
+  }
+  if (missing == 0) return {};
+  return std::to_string(missing) + " of the world's " + std::to_string(world) + " ranks have no input: " + listed +
+         (missing > kListed ? ", ..." : "");
+}
+
 }  // namespace
 
 RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries) {
@@ -128,6 +150,7 @@ RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries) {
     report.notes.push_back("the ranks have different numbers of steps (" + std::to_string(*step_counts.begin()) + " to " +
                            std::to_string(*step_counts.rbegin()) + "): steps only some ranks have are compared among those");
   }
+  if (std::string missing = missing_ranks_note(summaries); !missing.empty()) report.notes.push_back(std::move(missing));
   if (!report.matched_by_name) report.notes.push_back("step names repeat within a rank: steps matched by their order");
   return report;
 }

@@ -107,14 +107,17 @@ Gathered gather(const TraceModel& model, const RankSummaryOptions& options) {
   return g;
 }
 
-// Outermost step ranges in time order: one nested in (or overlapping) an earlier one is not a step.
+// Outermost step ranges in time order: one nested in an earlier one is not a step. One that
+// starts before the previous step ends but ends after it is the next step: Kineto rounds a
+// slice's ts and dur to the nanosecond separately, so ProfilerStep#N may end a nanosecond
+// after ProfilerStep#N+1 begins, and dropping that step lost every other step of a trace.
 std::vector<StepCandidate> outermost(std::vector<StepCandidate> candidates) {
   std::sort(candidates.begin(), candidates.end(), [](const StepCandidate& a, const StepCandidate& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
   });
   std::vector<StepCandidate> steps;
   for (const StepCandidate& c : candidates) {
-    if (!steps.empty() && c.start_ns < steps.back().end_ns) continue;
+    if (!steps.empty() && c.end_ns <= steps.back().end_ns) continue;
     steps.push_back(c);
   }
   return steps;

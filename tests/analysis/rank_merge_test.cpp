@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 using namespace cudascope::analysis;
 
 namespace {
@@ -98,6 +100,21 @@ TEST(RankMergeTest, TracesWithoutRankAreLabelledByFileAndDuplicatesNoted) {
   EXPECT_EQ(report.ranks.back().label, "single.json") << "unknown ranks last";
   ASSERT_EQ(report.notes.size(), 1u);
   EXPECT_NE(report.notes[0].find("rank 3 appears in more than one input"), std::string::npos);
+}
+
+TEST(RankMergeTest, RanksOfTheWorldWithoutInputAreNamed) {
+  std::vector<RankSummary> summaries;
+  for (int r : {0, 2, 3, 5}) {
+    summaries.push_back(rank(r, {10}));
+    summaries.back().world_size = 6;
+  }
+  const RankReport report = merge_rank_summaries(summaries);
+  ASSERT_FALSE(report.notes.empty());
+  EXPECT_NE(std::find(report.notes.begin(), report.notes.end(), "2 of the world's 6 ranks have no input: 1, 4"), report.notes.end())
+      << ::testing::PrintToString(report.notes);
+  summaries.push_back(rank(1, {10}));
+  summaries.push_back(rank(4, {10}));
+  for (const std::string& note : merge_rank_summaries(summaries).notes) EXPECT_EQ(note.find("no input"), std::string::npos) << note;
 }
 
 TEST(RankMergeTest, WithoutStepsTheRowsHoldTheWholeTrace) {

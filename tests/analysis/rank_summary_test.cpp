@@ -153,6 +153,18 @@ TEST(RankSummaryTest, ProfilerStepsWinOverStepNamesAndNestedStepsCountOnce) {
   EXPECT_EQ(nested.step_rule, "step names");
 }
 
+TEST(RankSummaryTest, AStepEndingJustAfterTheNextBeginsIsStillAStep) {
+  // Kineto rounds ts and dur separately: ProfilerStep#1 ends 1 ns after ProfilerStep#2 begins.
+  const std::string steps = "{\"ph\":\"X\",\"name\":\"ProfilerStep#1\",\"cat\":\"user_annotation\",\"pid\":1000,"
+                            "\"tid\":1,\"ts\":0,\"dur\":100.001},"
+                            "{\"ph\":\"X\",\"name\":\"ProfilerStep#2\",\"cat\":\"user_annotation\",\"pid\":1000,"
+                            "\"tid\":1,\"ts\":100,\"dur\":100}";
+  const RankSummary s = summarize(trace(kGpuName + steps + "," + slice("gemm", "kernel", 0, 7, 120, 50)));
+  ASSERT_EQ(s.steps.size(), 2u);
+  EXPECT_EQ(s.steps[1].name, "ProfilerStep#2");
+  EXPECT_EQ(s.steps[1].compute_ns, 50 * kUs);
+}
+
 TEST(RankSummaryTest, APrefixChoosesTheSteps) {
   RankSummaryOptions options;
   options.step_prefix = "fwd-bwd";

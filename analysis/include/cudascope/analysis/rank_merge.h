@@ -50,7 +50,8 @@ struct RankReport {
   std::vector<StepRow> steps;   // in step order
   bool matched_by_name = true;
   std::map<std::string, int> slowest_counts;  // rank label -> steps in which it was slowest
-  std::vector<std::string> notes;             // ranks with a different number of steps, ...
+  std::vector<std::string> notes;             // ranks with a different number of steps, ranks of the
+                                              // world size with no input, ...
 };
 
 RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries);

@@ -21,7 +21,8 @@
 // else NVTX ranges and annotations whose name is a step name ("step", "step 3", "train_step",
 // "training step #4", "iteration 7", case-insensitive), or the ranges whose name starts with
 // an explicit prefix (RankSummaryOptions::step_prefix). Nested step slices count once
-// (the outermost). Without steps, the summary has only the whole-trace figures.
+// (the outermost); a step overlapping the previous one's end is a step of its own. Without
+// steps, the summary has only the whole-trace figures.
 // A step is the host-side span of its range; the device work it launched is counted where
 // it ran within that span (as Holistic Trace Analysis does).
 //
