@@ -314,8 +314,12 @@ void InjectionAgent::write_summary_locked() noexcept {
                  trace.c_str(), written.error.c_str());
     return;
   }
-  std::fprintf(stderr, "cudascope: %s\n", written.line.c_str());
-  report(progress_fd_, "summary " + std::to_string(getpid()) + " " + written.path + "\n");
+  // `cudascope run` lists it with the traces at the end; said here only without run.
+  if (progress_fd_ >= 0) {
+    report(progress_fd_, "summary " + std::to_string(getpid()) + " " + written.path + "\n");
+  } else {
+    std::fprintf(stderr, "cudascope: %s\n", written.line.c_str());
+  }
 }
 
 }  // namespace cudascope::inject
