@@ -91,6 +91,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   status_ = new QLabel(tr("Open a file: File > Open (or drop it here) - an allocator snapshot (PyTorch pickle or cudascope "
                           "JSON) or a trace (cudascope run, torch.profiler or any Chrome trace), plain or gzip"));
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Clipped when long rather than widening the window past the screen.
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_);

@@ -40,6 +40,9 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   auto* next = new QPushButton(tr("Next"));
   matches_ = new QLabel;
   status_ = new QLabel;
+  // A long status (a cut-short file's note) is clipped, never widens the window past the
+  // screen; the whole text is its tooltip and the window's status bar.
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   follow_ = new QCheckBox(tr("follow (file still being written)"));
   follow_->setEnabled(doc_->canFollow());
   follow_->setChecked(doc_->following());
@@ -52,7 +55,7 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   bar->addWidget(prev);
   bar->addWidget(next);
   bar->addWidget(matches_, 1);
-  bar->addWidget(status_);
+  bar->addWidget(status_, 3);
   bar->addWidget(follow_);
   layout->addLayout(bar);
 
@@ -175,6 +178,7 @@ void TracePage::updateStatus() {
   }
   for (const auto& note : m.notes) text += "; " + QString::fromStdString(note);
   status_->setText(text);
+  status_->setToolTip(text);
 }
 
 void TracePage::runSearch() {
