@@ -30,9 +30,10 @@ constexpr int kSkippedFrames = 4;
 // A program with this many distinct call paths into the allocator is not one we expect.
 constexpr std::size_t kMaxInterned = std::size_t{1} << 20;
 
-// What a thread keeps for capturing, in one thread_local (one TLS lookup per capture):
-// its stack top, its NVTX stack, and its recent stacks, direct-mapped by hash, so a call
-// site seen before costs a probe and a compare against the table's copy, without a lock.
+// What a thread keeps for capturing, in one thread_local (one TLS lookup per capture): its
+// stack bounds, the NVTX stack it interned last, and its recent stacks, direct-mapped by
+// hash, so a call site seen before costs a probe and a compare against the table's copy,
+// without a lock. Trivially destructible: captures run during thread_local destruction.
 struct RecentStack {
   std::uint64_t hash;
   const std::vector<void*>* frames;
@@ -40,7 +41,6 @@ struct RecentStack {
 };
 struct ThreadCapture {
   std::uintptr_t stack_top;  // 0 until first needed
-  const std::vector<std::string>* ranges;  // nvtx::range_stack(), fetched once
   const std::vector<std::string>* last_ranges;  // the NVTX stack interned last, and its id
   std::uint32_t last_ranges_id;
   std::array<RecentStack, 256> stacks;
@@ -144,8 +144,8 @@ std::uint32_t stack_id(ThreadCapture& t, std::span<void* const> frames, std::uin
 
 // A thread with NVTX ranges open: its stack changes far less often than it allocates, so
 // the one interned last is compared first.
-__attribute__((noinline)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t) {
-  const std::vector<std::string>& ranges = *t.ranges;
+__attribute__((noinline)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t,
+                                                                const std::vector<std::string>& ranges) {
   if (t.last_ranges != nullptr && *t.last_ranges == ranges) return t.last_ranges_id;
   std::uint64_t hash = ranges.size();
   for (const auto& range : ranges) hash = (hash ^ std::hash<std::string>{}(range)) * 0x100000001b3ULL;
@@ -157,9 +157,12 @@ __attribute__((noinline)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t)
   return id;
 }
 
+// Asked for on every capture, not cached: once the thread's stack is destroyed (a free
+// from a later thread_local destructor, or from static destructors at exit) range_stack()
+// hands back an empty one, and the context has no NVTX part.
 std::uint32_t nvtx_id(ThreadCapture& t) {
-  if (t.ranges == nullptr) [[unlikely]] t.ranges = &nvtx::range_stack();  // a thread_local: its address holds
-  return t.ranges->empty() ? 0 : nvtx_id_of_open_ranges(t);
+  const std::vector<std::string>& ranges = nvtx::range_stack();
+  return ranges.empty() ? 0 : nvtx_id_of_open_ranges(t, ranges);
 }
 
 }  // namespace
