@@ -2,7 +2,12 @@
 // NVTX stack is destroyed, host memory running out, NVTX stacks without end, stacks that
 // are not the thread's own.
 #include "allocator_test_util.h"
+#include "allocator/history.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -57,6 +62,79 @@ TEST_F(AllocatorHistoryTest, AFreeAfterTheThreadsRangeStackIsDestroyedKeepsNoRan
   ASSERT_NE(freed, nullptr);
   EXPECT_EQ(alloc->user_metadata, "");
   EXPECT_EQ(freed->user_metadata, "");
+}
+
+// For its scope, the process may map only `headroom` bytes more than it has mapped now
+// (RLIMIT_AS): a large allocation fails, as when host memory runs out.
+class AddressSpaceLimit {
+ public:
+  explicit AddressSpaceLimit(std::size_t headroom) {
+    getrlimit(RLIMIT_AS, &saved_);
+    std::size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    rlimit limited = saved_;
+    limited.rlim_cur = pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) + headroom;
+    applied_ = setrlimit(RLIMIT_AS, &limited) == 0;
+  }
+  ~AddressSpaceLimit() { setrlimit(RLIMIT_AS, &saved_); }
+  bool applied() const { return applied_; }
+  AddressSpaceLimit(const AddressSpaceLimit&) = delete;
+  AddressSpaceLimit& operator=(const AddressSpaceLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  bool applied_ = false;
+};
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // the sanitizers' allocators die instead of returning null
+#else
+constexpr bool kSanitized = false;
+#endif
+constexpr std::size_t kHeadroom = 8 << 20;  // well under the first reservation's size
+
+using cuda::detail::alloc::Action;
+using cuda::detail::alloc::TraceBuffer;
+using cuda::detail::alloc::TraceRecord;
+
+TraceRecord record_at(std::uintptr_t addr) { return TraceRecord{Action::kAlloc, addr, 1, 0, 0, {}}; }
+
+std::vector<std::uintptr_t> addresses(const TraceBuffer& buffer) {
+  std::vector<std::uintptr_t> out;
+  buffer.for_each([&](const TraceRecord& r) { out.push_back(r.addr); });
+  return out;
+}
+
+TEST(TraceBufferTest, ARecordWithNoStorageToGoToIsDroppedAndCounted) {
+  if (kSanitized) GTEST_SKIP() << "needs an allocator that returns null";
+  TraceBuffer buffer;
+  buffer.set_max_entries(TraceBuffer::kReserved);
+  {
+    AddressSpaceLimit limit(kHeadroom);
+    ASSERT_TRUE(limit.applied());
+    buffer.insert(record_at(1));
+  }
+  EXPECT_EQ(buffer.size(), 0u);
+  EXPECT_EQ(buffer.dropped(), 1u);
+  buffer.insert(record_at(2));  // memory again: the storage is reserved now
+  EXPECT_EQ(addresses(buffer), std::vector<std::uintptr_t>{2});
+}
+
+TEST(TraceBufferTest, ABufferThatCannotGrowOverwritesItsOldestRecord) {
+  if (kSanitized) GTEST_SKIP() << "needs an allocator that returns null";
+  TraceBuffer buffer;
+  buffer.set_max_entries(4 * TraceBuffer::kReserved);  // grows past its first reservation
+  for (std::uintptr_t i = 0; i < TraceBuffer::kReserved; ++i) buffer.insert(record_at(i));
+  {
+    AddressSpaceLimit limit(kHeadroom);
+    ASSERT_TRUE(limit.applied());
+    buffer.insert(record_at(TraceBuffer::kReserved));
+  }
+  const std::vector<std::uintptr_t> kept = addresses(buffer);
+  ASSERT_EQ(kept.size(), TraceBuffer::kReserved);
+  EXPECT_EQ(kept.front(), 1u);
+  EXPECT_EQ(kept.back(), TraceBuffer::kReserved);
+  EXPECT_EQ(buffer.dropped(), 0u);
 }
 
 }  // namespace

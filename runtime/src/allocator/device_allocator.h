@@ -164,14 +164,15 @@ class DeviceAllocator {
   // Trace and observer hooks: inline tests of the flags, the work out of line, so that the
   // hot path pays a branch each when they are off.
   // On: a slot of the ring buffer filled in place, inline (a call costs as much again).
-  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, ContextPtr ctx) {
+  // Never throws: it runs after the allocator's state has changed.
+  void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, ContextPtr ctx) noexcept {
     if (record_trace_) [[unlikely]] {
       trace_.slot() = TraceRecord{action, addr, size, stream, trace_clock_.now(), trace_contexts_ ? ctx : ContextPtr{}};
     }
   }
   // As above with the context of the block (`fallback`) when the call captured none.
   void record(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, ContextPtr ctx,
-              ContextPtr fallback) {
+              ContextPtr fallback) noexcept {
     record(action, addr, size, stream, ctx ? ctx : fallback);
   }
   // The observer's vocabulary (instrumentation.h), distinct from the history's Action.

@@ -16,6 +16,8 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <new>
+#include <type_traits>
 #include <unordered_set>
 
 namespace cudascope::cuda::detail::alloc {
@@ -244,7 +246,7 @@ std::uint64_t TraceClock::ToNs::operator()(std::uint64_t tick) const noexcept {
   return static_cast<std::uint64_t>(static_cast<double>(ns0) + delta);
 }
 
-void TraceBuffer::set_max_entries(std::size_t n) {
+void TraceBuffer::set_max_entries(std::size_t n) noexcept {
   n = std::max<std::size_t>(n, 1);
   if (n == max_entries_) return;
   std::rotate(data_.get(), data_.get() + next_, data_.get() + size_);  // oldest first
@@ -253,21 +255,31 @@ void TraceBuffer::set_max_entries(std::size_t n) {
     std::move(data_.get() + (size_ - n), data_.get() + size_, data_.get());
     size_ = n;
   }
-  max_entries_ = n;
+  max_entries_ = length_ = n;
 }
 
-void TraceBuffer::release() {
+void TraceBuffer::release() noexcept {
   data_.reset();
-  size_ = capacity_ = next_ = 0;
+  size_ = capacity_ = next_ = dropped_ = 0;
+  length_ = max_entries_;
 }
 
-// Reserved without being written (make_unique_for_overwrite): pages are touched only as
-// records fill them.
-TraceRecord& TraceBuffer::grown_slot() {
+static_assert(std::is_trivially_copyable_v<TraceRecord> && std::is_trivially_destructible_v<TraceRecord>);
+
+// Reserved without being written: pages are touched only as records fill them.
+TraceRecord& TraceBuffer::grown_slot() noexcept {
   const std::size_t capacity = std::min(max_entries_, std::max(kReserved, 2 * capacity_));
-  auto grown = std::make_unique_for_overwrite<TraceRecord[]>(capacity);
-  std::copy(data_.get(), data_.get() + size_, grown.get());
-  data_ = std::move(grown);
+  auto* grown = static_cast<TraceRecord*>(::operator new[](capacity * sizeof(TraceRecord), std::nothrow));
+  if (grown == nullptr) {
+    if (capacity_ == 0) {
+      ++dropped_;
+      return dropped_slot_;
+    }
+    length_ = capacity_;  // full now: slot() overwrites the oldest from here on
+    return slot();
+  }
+  std::copy(data_.get(), data_.get() + size_, grown);
+  data_.reset(grown);
   capacity_ = capacity;
   return data_[size_++];
 }

@@ -97,24 +97,27 @@ class TraceClock {
 // the first insert (up to kReserved entries at once; an unbounded buffer doubles past it)
 // without touching its pages, so a device that records nothing costs no memory; after
 // that an insert fills one fixed-size slot in place and allocates nothing.
+// Nothing here throws: records are written after the allocator has changed its state.
+// Where the storage cannot grow (out of host memory), the ring stays at the length it has
+// and overwrites its oldest record; with no storage yet, the record is dropped and counted.
 class TraceBuffer {
  public:
   static constexpr std::size_t kReserved = std::size_t{1} << 20;
   // Keeps the newest records that fit.
-  void set_max_entries(std::size_t n);
-  void insert(const TraceRecord& record) { slot() = record; }
+  void set_max_entries(std::size_t n) noexcept;
+  void insert(const TraceRecord& record) noexcept { slot() = record; }
   // The slot the next record goes to.
-  TraceRecord& slot() {
-    if (size_ == max_entries_) [[likely]] {
+  TraceRecord& slot() noexcept {
+    if (size_ == length_) [[likely]] {
       TraceRecord& oldest = data_[next_];
-      next_ = next_ + 1 == max_entries_ ? 0 : next_ + 1;
+      next_ = next_ + 1 == length_ ? 0 : next_ + 1;
       return oldest;
     }
     if (size_ < capacity_) [[likely]] return data_[size_++];
     return grown_slot();
   }
   // Drops the records and their storage (recording stopped).
-  void release();
+  void release() noexcept;
   // Oldest first.
   template <typename F>
   void for_each(F f) const {
@@ -123,14 +126,24 @@ class TraceBuffer {
   }
   std::size_t size() const noexcept { return size_; }
   std::size_t max_entries() const noexcept { return max_entries_; }
+  // Records dropped for want of storage since recording started.
+  std::size_t dropped() const noexcept { return dropped_; }
 
  private:
-  TraceRecord& grown_slot();
-  std::unique_ptr<TraceRecord[]> data_;
+  TraceRecord& grown_slot() noexcept;
+  // Storage from ::operator new[]: records are trivially copyable, and a new-expression
+  // would zero every record's context, touching all the pages at once.
+  struct Unconstructed {
+    void operator()(TraceRecord* p) const noexcept { ::operator delete[](p); }
+  };
+  std::unique_ptr<TraceRecord[], Unconstructed> data_;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
   std::size_t next_ = 0;  // the oldest record once full
   std::size_t max_entries_ = 1;
+  std::size_t length_ = 1;  // the ring's: max_entries_, or the capacity it could not grow past
+  std::size_t dropped_ = 0;
+  TraceRecord dropped_slot_{};  // where a dropped record is written
 };
 
 // Turns raw frames into (name, file, line) once per address and once per distinct stack
