@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -135,6 +136,43 @@ TEST(TraceBufferTest, ABufferThatCannotGrowOverwritesItsOldestRecord) {
   EXPECT_EQ(kept.front(), 1u);
   EXPECT_EQ(kept.back(), TraceBuffer::kReserved);
   EXPECT_EQ(buffer.dropped(), 0u);
+}
+
+// Ranges named by a step number make every NVTX stack new. The table keeps a bounded number;
+// a stack kept before it filled keeps its ranges after. In a child process, since the table
+// stays full for the life of the process. Prints the ranges of an allocation under a stack
+// new once the table is full, those of one under a stack kept before, and whether the
+// refusal was counted, a line each.
+void* alloc_in(const std::string& range) {
+  cuda::nvtx::Range scope(range);
+  return cuda::caching_allocator_alloc(512, 0);
+}
+
+int fill_nvtx_table(int, char**) {
+  cuda::memory::record_memory_history("all", "all", "python", 100);
+  cuda::caching_allocator_delete(alloc_in("known"));
+  const std::uint64_t refused_before = cuda::detail::alloc::nvtx_stacks_refused();
+  for (std::size_t step = 0; step < cuda::detail::alloc::kMaxNvtxStacks; ++step) {
+    cuda::caching_allocator_delete(alloc_in("step " + std::to_string(step)));
+  }
+  void* unkept = alloc_in("one step too many");
+  void* known = alloc_in("known");
+  const auto snap = cuda::memory::memory_snapshot();
+  const auto* unkept_entry = find_entry(snap, "alloc", unkept);
+  const auto* known_entry = find_entry(snap, "alloc", known);
+  if (unkept_entry == nullptr || known_entry == nullptr) return 3;
+  std::printf("%s\n%s\n%d\n", unkept_entry->user_metadata.c_str(), known_entry->user_metadata.c_str(),
+              cuda::detail::alloc::nvtx_stacks_refused() > refused_before ? 1 : 0);
+  cuda::caching_allocator_delete(unkept);
+  cuda::caching_allocator_delete(known);
+  return 0;
+}
+const ChildModeRegistrar fill_nvtx_table_mode("--fill-nvtx-table", fill_nvtx_table);
+
+TEST(AllocatorHistoryNvtxTableTest, StacksBeyondTheTablesBoundAreRecordedWithoutRanges) {
+  const ChildResult child = run_self({"--fill-nvtx-table"});
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  EXPECT_EQ(child.output, "\nknown\n1\n");
 }
 
 }  // namespace

@@ -10,11 +10,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <type_traits>
@@ -28,9 +30,13 @@ constexpr int kMaxFrames = 64;
 // The allocator's own frames above the caller's (capture_stack, capture_context,
 // malloc/free, the public entry point) are not kept.
 constexpr int kSkippedFrames = 4;
-// Distinct stacks (and NVTX stacks) kept for the process; beyond, contexts lose that part.
-// A program with this many distinct call paths into the allocator is not one we expect.
-constexpr std::size_t kMaxInterned = std::size_t{1} << 20;
+// Distinct C++ stacks kept for the process; beyond, contexts lose that part. A program with
+// this many distinct call paths into the allocator is not one we expect.
+constexpr std::size_t kMaxStacks = std::size_t{1} << 20;
+// NVTX stacks, by contrast, can be new at every range: a step number or a sequence number
+// in the names (f"step {i}", emit_nvtx's "seq = N") makes each one distinct. Bounded in
+// count and in the bytes of their names (history.h says what it costs).
+constexpr std::size_t kMaxNvtxStackBytes = std::size_t{4} << 20;
 
 // What a thread keeps for capturing, in one thread_local (one TLS lookup per capture): its
 // stack bounds, the NVTX stack it interned last, and its recent stacks, direct-mapped by
@@ -45,6 +51,9 @@ struct ThreadCapture {
   std::uintptr_t stack_top;  // 0 until first needed
   const std::vector<std::string>* last_ranges;  // the NVTX stack interned last, and its id
   std::uint32_t last_ranges_id;
+  // The hash of the NVTX stack the full table refused last: captured again (an allocation
+  // after another in one range), it is refused without taking the table's lock.
+  std::uint64_t refused_ranges_hash;
   std::array<RecentStack, 256> stacks;
 };
 thread_local ThreadCapture thread_capture{};
@@ -90,44 +99,82 @@ __attribute__((noinline)) Walk walk_frames(void** out, int max_depth, std::uintp
   return walk;
 }
 
-// Every distinct value of T, stored once; ids are positions + 1. Stored values never move
-// or change (a deque that only grows), so a reference handed out stays valid unlocked.
+std::size_t bytes_of(const std::vector<void*>& frames) noexcept { return frames.size() * sizeof(void*); }
+std::size_t bytes_of(const std::vector<std::string>& ranges) noexcept {
+  std::size_t bytes = ranges.size() * sizeof(std::string);
+  for (const auto& range : ranges) bytes += range.size();
+  return bytes;
+}
+
+// Every distinct value of T, stored once, up to `max_values` of them and `max_bytes` in all;
+// ids are positions + 1. Stored values never move or change (a deque that only grows), so a
+// reference handed out stays valid unlocked.
 template <typename T>
 class InternTable {
  public:
-  // The id and stored copy of `value` (made on first sight); {0, nullptr} once full.
+  InternTable(std::size_t max_values, std::size_t max_bytes) : max_values_(max_values), max_bytes_(max_bytes) {}
+  // The id and stored copy of `value` (made on first sight); {0, nullptr} where it is new
+  // and the table is full, or host memory ran out. Never throws: a capture may not fail.
   template <typename Range>
-  std::pair<std::uint32_t, const T*> intern(const Range& value, std::uint64_t hash) {
-    std::lock_guard lock(mutex_);
-    auto [first, last] = by_hash_.equal_range(hash);
-    for (auto it = first; it != last; ++it) {
-      const T& stored = values_[it->second - 1];
-      if (std::equal(stored.begin(), stored.end(), value.begin(), value.end())) return {it->second, &stored};
+  std::pair<std::uint32_t, const T*> intern(const Range& value, std::uint64_t hash) noexcept {
+    try {
+      std::lock_guard lock(mutex_);
+      auto [first, last] = by_hash_.equal_range(hash);
+      for (auto it = first; it != last; ++it) {
+        const T& stored = values_[it->second - 1];
+        if (std::equal(stored.begin(), stored.end(), value.begin(), value.end())) return {it->second, &stored};
+      }
+      return add(value, hash);
+    } catch (...) {
+      return {0, nullptr};
     }
-    if (values_.size() >= kMaxInterned) return {0, nullptr};
-    values_.emplace_back(value.begin(), value.end());
-    const auto id = static_cast<std::uint32_t>(values_.size());
-    by_hash_.emplace(hash, id);
-    return {id, &values_.back()};
   }
   const T& at(std::uint32_t id) {
     std::lock_guard lock(mutex_);
     return values_[id - 1];
   }
+  // Set once a value has been refused for want of room; read without the lock.
+  bool full() const noexcept { return full_.load(std::memory_order_relaxed); }
+  std::uint64_t refused() const noexcept { return refused_.load(std::memory_order_relaxed); }
 
  private:
+  template <typename Range>
+  std::pair<std::uint32_t, const T*> add(const Range& value, std::uint64_t hash) {
+    T copy(value.begin(), value.end());
+    const std::size_t bytes = bytes_of(copy);
+    if (values_.size() >= max_values_ || bytes > max_bytes_ - bytes_) {
+      full_.store(true, std::memory_order_relaxed);
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      return {0, nullptr};
+    }
+    values_.push_back(std::move(copy));
+    const auto id = static_cast<std::uint32_t>(values_.size());
+    try {
+      by_hash_.emplace(hash, id);
+    } catch (...) {
+      values_.pop_back();  // never handed out
+      throw;
+    }
+    bytes_ += bytes;
+    return {id, &values_.back()};
+  }
+
   std::mutex mutex_;
   std::deque<T> values_;
   std::unordered_multimap<std::uint64_t, std::uint32_t> by_hash_;
+  const std::size_t max_values_, max_bytes_;
+  std::size_t bytes_ = 0;
+  std::atomic<bool> full_{false};
+  std::atomic<std::uint64_t> refused_{0};
 };
 
 // Never destroyed: frees (and so captures) run from static destructors at exit.
 InternTable<std::vector<void*>>& stacks() {
-  static auto* table = new InternTable<std::vector<void*>>();
+  static auto* table = new InternTable<std::vector<void*>>(kMaxStacks, std::numeric_limits<std::size_t>::max());
   return *table;
 }
 InternTable<std::vector<std::string>>& nvtx_stacks() {
-  static auto* table = new InternTable<std::vector<std::string>>();
+  static auto* table = new InternTable<std::vector<std::string>>(kMaxNvtxStacks, kMaxNvtxStackBytes);
   return *table;
 }
 
@@ -151,11 +198,15 @@ __attribute__((noinline)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t,
   if (t.last_ranges != nullptr && *t.last_ranges == ranges) return t.last_ranges_id;
   std::uint64_t hash = ranges.size();
   for (const auto& range : ranges) hash = (hash ^ std::hash<std::string>{}(range)) * 0x100000001b3ULL;
+  // A hash's match stands for the stack's: two stacks of one hash lose their ranges once full.
+  if (hash == t.refused_ranges_hash && nvtx_stacks().full()) return 0;
   const auto [id, stored] = nvtx_stacks().intern(ranges, hash);
-  if (id != 0) {
-    t.last_ranges = stored;
-    t.last_ranges_id = id;
+  if (id == 0) {
+    t.refused_ranges_hash = hash;
+    return 0;
   }
+  t.last_ranges = stored;
+  t.last_ranges_id = id;
   return id;
 }
 
@@ -181,7 +232,7 @@ __attribute__((noinline)) std::uint32_t capture_stack(ThreadCapture& t) {
 }
 }  // namespace
 
-ContextPtr capture_context(bool cpp_stacks) {
+ContextPtr capture_context(bool cpp_stacks) noexcept {
   ThreadCapture& t = thread_capture;
   ContextPtr context;
   context.nvtx = nvtx_id(t);
@@ -193,6 +244,8 @@ std::span<void* const> stack_frames(std::uint32_t id) {
   if (id == 0) return {};
   return stacks().at(id);
 }
+
+std::uint64_t nvtx_stacks_refused() noexcept { return nvtx_stacks().refused(); }
 
 const std::vector<std::string>& nvtx_ranges(std::uint32_t id) {
   static const std::vector<std::string> none;

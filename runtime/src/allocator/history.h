@@ -1,7 +1,7 @@
 #pragma once
 // Allocation history: what record_memory_history keeps. A context is captured on the
 // allocation path as the calling thread's raw return addresses and its NVTX range stack,
-// both interned in process-wide tables: a context is two ids, and a call site seen before
+// both interned in process-wide, bounded tables: a context is two ids, and a call site seen before
 // costs a frame walk, a hash and a probe of a per-thread cache (no lock, no allocation).
 // Frames are symbolised only when a snapshot is taken. The TraceBuffer is the ring buffer
 // of actions (PyTorch's TraceEntryRingBuffer): fixed-size records, allocated when
@@ -41,8 +41,21 @@ struct HistorySettings {
   std::size_t max_entries = 1;
 };
 
-// Captures the calling thread's context (cheap: no symbolisation).
-ContextPtr capture_context(bool cpp_stacks);
+// Captures the calling thread's context (cheap: no symbolisation). Never throws: where a
+// part cannot be kept (its table full, host memory out) the context goes without it.
+ContextPtr capture_context(bool cpp_stacks) noexcept;
+
+// Distinct NVTX range stacks kept for the process (and at most 4 MiB of their names). What
+// they cost: each is a copy of its range names, kept for the life of the process; a
+// capture under the stack its thread captured last costs a compare, and under any other a
+// hash of its names, a process-wide lock and a lookup (a copy, the first time). A program
+// whose range names are all distinct (a step or sequence number in each: f"step {i}",
+// emit_nvtx's "seq = N") fills the table early on; from then on, contexts under a stack not
+// kept have no NVTX part, and each thread refuses a stack it met last without the lock.
+inline constexpr std::size_t kMaxNvtxStacks = 4096;
+// How often a new NVTX stack was refused because the table was full (a thread that meets
+// one refused stack again and again counts it once).
+std::uint64_t nvtx_stacks_refused() noexcept;
 // An interned stack's return addresses, innermost first (empty for 0).
 std::span<void* const> stack_frames(std::uint32_t id);
 // An interned NVTX range stack, outermost first (empty for 0).
