@@ -5,6 +5,7 @@
 #include "allocator/history.h"
 
 #include <sys/resource.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -173,6 +174,31 @@ TEST(AllocatorHistoryNvtxTableTest, StacksBeyondTheTablesBoundAreRecordedWithout
   const ChildResult child = run_self({"--fill-nvtx-table"});
   ASSERT_EQ(child.exit_code, 0) << child.output;
   EXPECT_EQ(child.output, "\nknown\n1\n");
+}
+
+// A fiber runs on a stack of its own (here from the heap), outside the bounds the thread's
+// frame-pointer walk checks against: its allocations keep no C++ stack, where the thread's do.
+ucontext_t fiber_caller, fiber;
+void* allocated_on_fiber = nullptr;
+void allocate_on_fiber() { allocated_on_fiber = cuda::caching_allocator_alloc(4096, 0); }
+
+TEST_F(AllocatorHistoryTest, AnAllocationOnAFibersStackKeepsNoCppStack) {
+  cuda::memory::record_memory_history("all", "all", "all", 100);
+  std::vector<char> fiber_stack(256 << 10);
+  ASSERT_EQ(getcontext(&fiber), 0);
+  fiber.uc_stack.ss_sp = fiber_stack.data();
+  fiber.uc_stack.ss_size = fiber_stack.size();
+  fiber.uc_link = &fiber_caller;
+  makecontext(&fiber, allocate_on_fiber, 0);
+  ASSERT_EQ(swapcontext(&fiber_caller, &fiber), 0);
+  void* on_thread = cuda::caching_allocator_alloc(4096, 0);
+  const auto snap = cuda::memory::memory_snapshot();
+  cuda::caching_allocator_delete(allocated_on_fiber);
+  cuda::caching_allocator_delete(on_thread);
+  ASSERT_NE(find_entry(snap, "alloc", allocated_on_fiber), nullptr);
+  ASSERT_NE(find_entry(snap, "alloc", on_thread), nullptr);
+  EXPECT_TRUE(find_entry(snap, "alloc", allocated_on_fiber)->frames.empty());
+  EXPECT_FALSE(find_entry(snap, "alloc", on_thread)->frames.empty());
 }
 
 }  // namespace

@@ -47,8 +47,10 @@ struct RecentStack {
   const std::vector<void*>* frames;
   std::uint32_t id;
 };
+enum class StackBounds : std::uint8_t { kUnknown, kKnown, kUnavailable };
 struct ThreadCapture {
-  std::uintptr_t stack_top;  // 0 until first needed
+  StackBounds bounds;  // looked up once, a failure too (on the main thread a lookup reads /proc)
+  std::uintptr_t stack_base, stack_top;  // [base, top): the thread's own stack
   const std::vector<std::string>* last_ranges;  // the NVTX stack interned last, and its id
   std::uint32_t last_ranges_id;
   // The hash of the NVTX stack the full table refused last: captured again (an allocation
@@ -58,14 +60,18 @@ struct ThreadCapture {
 };
 thread_local ThreadCapture thread_capture{};
 
-std::uintptr_t find_stack_top() {
+void find_stack_bounds(ThreadCapture& t) noexcept {
   pthread_attr_t attr;
   void* base = nullptr;
   std::size_t size = 0;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
-  pthread_attr_getstack(&attr, &base, &size);
+  t.bounds = StackBounds::kUnavailable;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  const bool known = pthread_attr_getstack(&attr, &base, &size) == 0 && base != nullptr && size != 0;
   pthread_attr_destroy(&attr);
-  return reinterpret_cast<std::uintptr_t>(base) + size;
+  if (!known) return;
+  t.stack_base = reinterpret_cast<std::uintptr_t>(base);
+  t.stack_top = t.stack_base + size;
+  t.bounds = StackBounds::kKnown;
 }
 
 struct Walk {
@@ -82,10 +88,14 @@ std::uint64_t mix(std::uint64_t h, const void* p) noexcept {
 // (allocator_compare times both), so only this fits on the allocation path. Each next
 // frame pointer must lie above the last (so at or above this frame), aligned and below the
 // stack top, so a frame compiled without frame pointers ends the walk (or is stepped over)
-// instead of faulting.
-__attribute__((noinline)) Walk walk_frames(void** out, int max_depth, std::uintptr_t high) {
+// instead of faulting. Those checks hold only on the thread's own stack: on a signal's
+// alternate stack or a fiber's, nothing bounds the walk, so it does not start. It reads
+// other functions' frames, which AddressSanitizer would take for overflows.
+__attribute__((noinline, no_sanitize("address"))) Walk walk_frames(void** out, int max_depth, std::uintptr_t low,
+                                                                    std::uintptr_t high) {
   Walk walk;
   auto fp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  if (fp < low || fp >= high) return walk;
   while (fp + 2 * sizeof(void*) <= high) {
     void* const* frame = reinterpret_cast<void* const*>(fp);
     void* const ret = frame[1];
@@ -223,9 +233,10 @@ std::uint32_t nvtx_id(ThreadCapture& t) {
 namespace {
 // Out of line, so the NVTX-only capture does not set up the frame buffer.
 __attribute__((noinline)) std::uint32_t capture_stack(ThreadCapture& t) {
-  if (t.stack_top == 0) [[unlikely]] t.stack_top = find_stack_top();
+  if (t.bounds == StackBounds::kUnknown) [[unlikely]] find_stack_bounds(t);
+  if (t.bounds != StackBounds::kKnown) return 0;
   void* buffer[kMaxFrames];
-  const Walk walk = walk_frames(buffer, kMaxFrames, t.stack_top);
+  const Walk walk = walk_frames(buffer, kMaxFrames, t.stack_base, t.stack_top);
   // Too short to hold the allocator's own frames: keep them all.
   const int skip = walk.depth > kSkippedFrames ? kSkippedFrames : 0;
   return walk.depth > 0 ? stack_id(t, std::span<void* const>(buffer + skip, buffer + walk.depth), walk.hash) : 0;
