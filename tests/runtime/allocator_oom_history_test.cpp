@@ -3,6 +3,8 @@
 // test runs a child process, since the setting is read when the allocator starts.
 #include "test_support.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -112,6 +114,47 @@ TEST(OomHistoryTest, WithoutAnOomSnapshotNothingIsRecorded) {
   const ChildResult child = run_self({"--count-history"}, {"CUDASCOPE_OOM_HISTORY=stacks"});
   ASSERT_EQ(child.exit_code, 0) << child.output;
   EXPECT_EQ(child.output, "0\n");
+}
+
+// As --count-history, with stderr joined to stdout so that the test reads the runtime's messages.
+int count_history_with_messages(int argc, char** argv) {
+  dup2(STDOUT_FILENO, STDERR_FILENO);
+  return count_history(argc, argv);
+}
+const ChildModeRegistrar count_with_messages_mode("--count-history-with-messages", count_history_with_messages);
+
+// The number --count-history printed last (after any message).
+int entries_counted(const ChildResult& child) {
+  const std::size_t line = child.output.find_last_of('\n', child.output.size() - 2);
+  return std::stoi(child.output.substr(line == std::string::npos ? 0 : line + 1));
+}
+
+ChildResult count_with_oom_history(const std::string& setting) {
+  const std::string path = ::testing::TempDir() + "oom_history_setting.json";  // written only at an OOM
+  return run_self({"--count-history-with-messages"},
+                  {"CUDASCOPE_OOM_SNAPSHOT=" + path, "CUDASCOPE_OOM_HISTORY=" + setting});
+}
+
+TEST(OomHistoryTest, FlagsTurnTheHistoryOnAndOff) {
+  for (const char* on : {"on", "1", "true", "yes", "events", "stacks"}) {
+    const ChildResult child = count_with_oom_history(on);
+    ASSERT_EQ(child.exit_code, 0) << child.output;
+    EXPECT_GT(entries_counted(child), 0) << on;
+  }
+  for (const char* off : {"off", "0", "false", "no"}) {
+    const ChildResult child = count_with_oom_history(off);
+    ASSERT_EQ(child.exit_code, 0) << child.output;
+    EXPECT_EQ(child.output, "0\n") << off;
+  }
+}
+
+// "none" may be meant as an opt-out: a value not understood turns history off, and says so.
+TEST(OomHistoryTest, AnUnknownSettingIsReportedAndTurnsTheHistoryOff) {
+  const ChildResult child = count_with_oom_history("none");
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  EXPECT_THAT(child.output, ::testing::HasSubstr("CUDASCOPE_OOM_HISTORY='none'"));
+  EXPECT_THAT(child.output, ::testing::HasSubstr("history is off"));
+  EXPECT_EQ(entries_counted(child), 0);
 }
 
 }  // namespace

@@ -14,8 +14,10 @@
 #include <cudascope/util/env_value.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 namespace cudascope::cuda {
 namespace detail::alloc {
@@ -59,21 +61,35 @@ struct ProcessAllocator {
 
 // A process that asks for a snapshot at out-of-memory (CUDASCOPE_OOM_SNAPSHOT) records the
 // allocator's history from its first allocation, so the snapshot shows what led there.
-// CUDASCOPE_OOM_HISTORY: "events" (the default: every alloc, free and segment action with
-// its NVTX ranges, no C++ stacks; about 1.1x per allocator operation), "stacks" (and the
-// C++ stack of each: 1.5-2x), "off". A record_memory_history call later replaces it.
+// CUDASCOPE_OOM_HISTORY: "events" or a true flag (the default: every alloc, free and segment
+// action with its NVTX ranges, no C++ stacks; about 1.1x per allocator operation), "stacks"
+// (and the C++ stack of each: 1.5-2x), "off" or a false flag. A record_memory_history call
+// later replaces it.
 constexpr std::size_t kOomHistoryEntries = 100000;
+
+enum class OomHistory { kEvents, kStacks, kOff };
+
+// A value not understood is said on stderr and turns history off: it may be an opt-out
+// spelled otherwise ("none"), and recording costs time in someone else's process.
+OomHistory oom_history_setting() {
+  const char* name = "CUDASCOPE_OOM_HISTORY";
+  const std::optional<std::string> text = util::env_text(name);
+  if (!text || *text == "events") return OomHistory::kEvents;
+  if (*text == "stacks") return OomHistory::kStacks;
+  try {
+    return util::parse_env_flag(name, *text) ? OomHistory::kEvents : OomHistory::kOff;
+  } catch (const util::EnvError&) {
+    std::fprintf(stderr, "cudascope: %s is not a history setting (events, stacks, on or off); history is off\n",
+                 util::env_shown(name, *text).c_str());
+    return OomHistory::kOff;
+  }
+}
 
 void start_oom_history(ProcessAllocator& p) {
   if (util::env_text("CUDASCOPE_OOM_SNAPSHOT").value_or("").empty()) return;
-  std::string mode = "events";
-  try {
-    mode = util::env_choice("CUDASCOPE_OOM_HISTORY", "a history setting", {"events", "stacks", "off"}).value_or(mode);
-  } catch (const util::EnvError& e) {
-    std::fprintf(stderr, "cudascope: %s; recording events\n", e.what());
-  }
-  if (mode == "off") return;
-  HistorySettings settings{true, RecordContext::kAll, mode == "stacks", kOomHistoryEntries};
+  const OomHistory mode = oom_history_setting();
+  if (mode == OomHistory::kOff) return;
+  HistorySettings settings{true, RecordContext::kAll, mode == OomHistory::kStacks, kOomHistoryEntries};
   for (auto& d : p.devices) d->set_history(settings);
 }
 
