@@ -20,6 +20,9 @@ namespace cudascope::torch_allocator {
 
 // On while the allocator records history (cudascope_torch_record_memory_history).
 void set_borrowing(bool on) noexcept;
+// At the allocator's start (cudascope_torch_init): on where the runtime records history from
+// its first use (CUDASCOPE_OOM_SNAPSHOT, memory.h), unless set_borrowing came first.
+void start_borrowing_with_default_history() noexcept;
 
 namespace detail {
 extern std::atomic<bool> borrowing;

@@ -71,6 +71,8 @@ CUDASCOPE_TORCH_EXPORT void cudascope_torch_init(int device_count) {
   try {
     // Initialises the runtime now (its backend, CUDASCOPE_METRICS), not at the first tensor.
     const int ours = cuda::device_count();
+    // The backward pass's blocks carry the loop's ranges in the default OOM history too.
+    start_borrowing_with_default_history();
     if (ours != device_count) {
       std::fprintf(stderr, "cudascope_torch: PyTorch sees %d devices, cudascope's runtime %d\n", device_count, ours);
     }

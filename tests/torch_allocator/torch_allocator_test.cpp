@@ -2,6 +2,8 @@
 // them (the hooks) and as the Python module calls them (the figures).
 #include "torch_allocator.h"
 
+#include "test_support.h"
+
 #include <cudascope/cuda/device.h>
 #include <cudascope/cuda/kernels.h>
 #include <cudascope/cuda/memory.h>
@@ -14,6 +16,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -282,6 +285,38 @@ TEST_F(TorchAllocatorTest, AThreadWithoutRangesBorrowsTheRangesOfTheLastThread) 
   const auto own_at = snapshot.find(own_entry);
   ASSERT_NE(own_at, std::string::npos);
   EXPECT_THAT(snapshot.substr(own_at, 200), HasSubstr("\"user_metadata\":\"data loading\""));
+}
+
+// A child process (the default history starts with the allocator): with
+// CUDASCOPE_OOM_SNAPSHOT, PyTorch's start of the allocator turns borrowing on, as
+// record_memory_history does. Prints the ranges the autograd-like thread's block keeps.
+int borrow_under_default_history(int, char**) {
+  cudascope_torch_init(cuda::device_count());
+  nvtxRangePushA("step 3");
+  nvtxRangePushA("backward");
+  void* borrowed = nullptr;
+  std::thread autograd([&] { borrowed = cudascope_torch_alloc(1000, 0, nullptr); });
+  autograd.join();
+  nvtxRangePop();
+  nvtxRangePop();
+  const auto snapshot = cuda::memory::memory_snapshot();
+  for (const auto& e : snapshot.device_traces.at(0)) {
+    if (e.action == "alloc" && e.addr == reinterpret_cast<std::uintptr_t>(borrowed)) {
+      std::printf("%s\n", e.user_metadata.c_str());
+    }
+  }
+  cudascope_torch_free(borrowed, 1000, 0, nullptr);
+  return 0;
+}
+const cudascope::testing::ChildModeRegistrar borrow_mode("--borrow-under-default-history",
+                                                         borrow_under_default_history);
+
+TEST(TorchAllocatorDefaultHistoryTest, TheOomHistoryBorrowsRangesForThreadsWithoutThem) {
+  const auto path = temp_path("torch_default_history", ".json");  // written only at an OOM
+  const auto child =
+      cudascope::testing::run_self({"--borrow-under-default-history"}, {"CUDASCOPE_OOM_SNAPSHOT=" + path.string()});
+  ASSERT_EQ(child.exit_code, 0) << child.output;
+  EXPECT_EQ(child.output, "step 3;backward\n");
 }
 
 }  // namespace
