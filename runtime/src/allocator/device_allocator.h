@@ -90,7 +90,8 @@ class DeviceAllocator {
   std::size_t largest_free_block();
 
   void set_history(const HistorySettings& settings);
-  // Appends this device's segments and trace (trace entries oldest first).
+  // Appends this device's segments and trace (trace entries oldest first). Only copies are
+  // taken under the device lock; frames are symbolised and ranges joined after it.
   void snapshot(std::vector<memory::SegmentInfo>& segments, std::vector<memory::TraceEntry>& trace,
                 Symbolizer& symbolizer, std::int64_t epoch_offset_ns);
   // "" when the block structure and statistics agree; else what is wrong (property tests).
@@ -186,6 +187,9 @@ class DeviceAllocator {
                        std::size_t size, const BlockPool* pool);
   [[noreturn]] void raise_oom(AllocParams& p, ContextPtr ctx, std::unique_lock<DeviceLock>& lock);
   std::vector<const Block*> all_blocks() const;
+  // The segments as they are now, frames not yet filled in; `contexts` gets each one's
+  // context, then those of its blocks, in order. Under the lock.
+  std::vector<memory::SegmentInfo> segments_now(std::vector<ContextPtr>& contexts) const;
 
   const int device_;
   Backend& backend_;

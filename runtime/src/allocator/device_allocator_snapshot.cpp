@@ -29,11 +29,8 @@ std::vector<const Block*> DeviceAllocator::all_blocks() const {
   return blocks;
 }
 
-void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::vector<memory::TraceEntry>& trace,
-                               Symbolizer& symbolizer, std::int64_t epoch_offset_ns) {
-  std::lock_guard lock(mutex_);
-  std::vector<memory::SegmentInfo> mine;
-  std::size_t total_active = 0;
+std::vector<memory::SegmentInfo> DeviceAllocator::segments_now(std::vector<ContextPtr>& contexts) const {
+  std::vector<memory::SegmentInfo> segments;
   for (const Block* head : all_blocks()) {
     // Expandable segments: one segment per contiguous mapped range.
     if (head->prev && head->prev->mapped) continue;
@@ -47,7 +44,7 @@ void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::
     if (const PrivatePool* owner = head->pool->owner) {
       s.segment_pool_id = {static_cast<std::int64_t>(owner->id.first), static_cast<std::int64_t>(owner->id.second)};
     }
-    s.frames = symbolizer.frames(head->context_when_segment_allocated);
+    contexts.push_back(head->context_when_segment_allocated);
     for (const Block* b = head; b != nullptr && b->mapped; b = b->next) {
       memory::BlockInfo info;
       info.address = reinterpret_cast<std::uintptr_t>(b->ptr);
@@ -55,7 +52,7 @@ void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::
       info.requested_size = b->requested_size;
       const bool active = b->allocated || b->event_count > 0 || !b->stream_uses.empty();
       info.state = b->allocated ? "active_allocated" : active ? "active_pending_free" : "inactive";
-      info.frames = symbolizer.frames(b->context_when_allocated);
+      contexts.push_back(b->context_when_allocated);
       s.total_size += b->size;
       if (b->allocated) s.allocated_size += b->size;
       if (active) {
@@ -64,14 +61,28 @@ void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::
       }
       s.blocks.push_back(std::move(info));
     }
-    total_active += s.active_size;
-    mine.push_back(std::move(s));
+    segments.push_back(std::move(s));
   }
-  std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.address < b.address; });
-  for (auto& s : mine) segments.push_back(std::move(s));
+  return segments;
+}
 
-  const TraceClock::ToNs to_ns = trace_clock_.to_ns();
-  auto convert = [&](const TraceRecord& r) {
+namespace {
+// Frames for each segment and its blocks, from the contexts segments_now() gave, in order.
+void symbolize(std::vector<memory::SegmentInfo>& segments, const std::vector<ContextPtr>& contexts,
+               Symbolizer& symbolizer) {
+  std::size_t next = 0;
+  for (auto& s : segments) {
+    s.frames = symbolizer.frames(contexts[next++]);
+    for (auto& b : s.blocks) b.frames = symbolizer.frames(contexts[next++]);
+  }
+}
+
+// The trace entries of `records` (oldest first), the newest `max_entries` of them.
+void append_trace(const std::vector<TraceRecord>& records, const TraceClock::ToNs& to_ns, std::size_t max_entries,
+                  std::int64_t epoch_offset_ns, Symbolizer& symbolizer, std::vector<memory::TraceEntry>& trace) {
+  const std::size_t first = trace.size();
+  trace.reserve(first + records.size());
+  for (const TraceRecord& r : records) {
     memory::TraceEntry e;
     e.action = action_name(r.action);
     if (r.action == Action::kOom) {
@@ -89,20 +100,42 @@ void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::
       e.action = action_name(Action::kFreeCompleted);
     }
     trace.push_back(std::move(e));
-  };
-  const std::size_t first = trace.size();
-  trace.reserve(first + trace_.size());
-  trace_.for_each(convert);
+  }
   // max_entries counts trace entries, as PyTorch's does: a kFree record made two.
-  if (trace.size() - first > trace_.max_entries()) {
-    const auto excess = static_cast<std::ptrdiff_t>(trace.size() - first - trace_.max_entries());
+  if (trace.size() - first > max_entries) {
+    const auto excess = static_cast<std::ptrdiff_t>(trace.size() - first - max_entries);
     trace.erase(trace.begin() + static_cast<std::ptrdiff_t>(first), trace.begin() + static_cast<std::ptrdiff_t>(first) + excess);
   }
-  if (record_trace_) {
-    // PyTorch records the snapshot itself in the trace.
-    TraceRecord self{Action::kSnapshot, 0, total_active, 0, trace_clock_.now(), {}};
-    trace_.insert(self);
+}
+}  // namespace
+
+void DeviceAllocator::snapshot(std::vector<memory::SegmentInfo>& segments, std::vector<memory::TraceEntry>& trace,
+                               Symbolizer& symbolizer, std::int64_t epoch_offset_ns) {
+  // Symbolising reads ELF symbol tables, and a whole ring's records take a while to turn
+  // into entries: allocations on the device must not wait for either.
+  std::vector<memory::SegmentInfo> mine;
+  std::vector<ContextPtr> contexts;
+  std::vector<TraceRecord> records;
+  TraceClock::ToNs to_ns{};
+  std::size_t max_entries = 0;
+  {
+    std::lock_guard lock(mutex_);
+    mine = segments_now(contexts);
+    to_ns = trace_clock_.to_ns();
+    max_entries = trace_.max_entries();
+    records.reserve(trace_.size());
+    trace_.for_each([&](const TraceRecord& r) { records.push_back(r); });
+    if (record_trace_) {
+      // PyTorch records the snapshot itself in the trace.
+      std::size_t total_active = 0;
+      for (const auto& s : mine) total_active += s.active_size;
+      trace_.insert(TraceRecord{Action::kSnapshot, 0, total_active, 0, trace_clock_.now(), {}});
+    }
   }
+  symbolize(mine, contexts, symbolizer);
+  std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.address < b.address; });
+  for (auto& s : mine) segments.push_back(std::move(s));
+  append_trace(records, to_ns, max_entries, epoch_offset_ns, symbolizer, trace);
 }
 
 std::string DeviceAllocator::check_invariants() {
