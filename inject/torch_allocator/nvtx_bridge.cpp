@@ -8,7 +8,7 @@
 #include "torch_allocator.h"
 
 #include <cudascope/cuda/nvtx.h>
-#include <cudascope/util/env_value.h>
+#include <cudascope/cuda/memory.h>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -16,7 +16,6 @@
 
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <string>
 
 namespace cudascope::torch_allocator {
@@ -54,25 +53,9 @@ void set_borrowing(bool on) noexcept {
   detail::borrowing.store(on);
 }
 
-namespace {
-// The runtime's rule for its default history (memory.h): CUDASCOPE_OOM_SNAPSHOT set, and
-// CUDASCOPE_OOM_HISTORY unset, "events", "stacks" or a true flag. The runtime itself says
-// what is wrong with a value it does not take.
-bool history_on_by_default() {
-  if (util::env_text("CUDASCOPE_OOM_SNAPSHOT").value_or("").empty()) return false;
-  const std::optional<std::string> mode = util::env_text("CUDASCOPE_OOM_HISTORY");
-  if (!mode || *mode == "events" || *mode == "stacks") return true;
-  try {
-    return util::parse_env_flag("CUDASCOPE_OOM_HISTORY", *mode);
-  } catch (const util::EnvError&) {
-    return false;
-  }
-}
-}  // namespace
-
 void start_borrowing_with_default_history() noexcept {
   try {
-    if (!detail::borrowing_set.load() && history_on_by_default()) detail::borrowing.store(true);
+    if (!detail::borrowing_set.load() && cuda::memory::history_on_by_default()) detail::borrowing.store(true);
   } catch (...) {
     // Out of host memory reading the environment: no borrowing, as before.
   }

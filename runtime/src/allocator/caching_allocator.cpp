@@ -69,25 +69,27 @@ constexpr std::size_t kOomHistoryEntries = 100000;
 
 enum class OomHistory { kEvents, kStacks, kOff };
 
-// A value not understood is said on stderr and turns history off: it may be an opt-out
-// spelled otherwise ("none"), and recording costs time in someone else's process.
-OomHistory oom_history_setting() {
+// A value not understood turns history off (said on stderr when `complain`): it may be an
+// opt-out spelled otherwise ("none"), and recording costs time in someone else's process.
+OomHistory oom_history_setting(bool complain) {
   const char* name = "CUDASCOPE_OOM_HISTORY";
+  if (util::env_text("CUDASCOPE_OOM_SNAPSHOT").value_or("").empty()) return OomHistory::kOff;
   const std::optional<std::string> text = util::env_text(name);
   if (!text || *text == "events") return OomHistory::kEvents;
   if (*text == "stacks") return OomHistory::kStacks;
   try {
     return util::parse_env_flag(name, *text) ? OomHistory::kEvents : OomHistory::kOff;
   } catch (const util::EnvError&) {
-    std::fprintf(stderr, "cudascope: %s is not a history setting (events, stacks, on or off); history is off\n",
-                 util::env_shown(name, *text).c_str());
+    if (complain) {
+      std::fprintf(stderr, "cudascope: %s is not a history setting (events, stacks, on or off); history is off\n",
+                   util::env_shown(name, *text).c_str());
+    }
     return OomHistory::kOff;
   }
 }
 
 void start_oom_history(ProcessAllocator& p) {
-  if (util::env_text("CUDASCOPE_OOM_SNAPSHOT").value_or("").empty()) return;
-  const OomHistory mode = oom_history_setting();
+  const OomHistory mode = oom_history_setting(true);
   if (mode == OomHistory::kOff) return;
   HistorySettings settings{true, RecordContext::kAll, mode == OomHistory::kStacks, kOomHistoryEntries};
   for (auto& d : p.devices) d->set_history(settings);
@@ -402,6 +404,8 @@ AllocatorConfig allocator_settings() {
   ensure_config();
   return config();
 }
+
+bool history_on_by_default() { return oom_history_setting(false) != OomHistory::kOff; }
 
 void record_memory_history(std::optional<std::string> enabled, std::optional<std::string> context,
                            const std::string& stacks, std::size_t max_entries) {

@@ -145,6 +145,10 @@ namespace memory {
 // record_memory_history(std::nullopt) included.
 void record_memory_history(std::optional<std::string> enabled = "all", std::optional<std::string> context = "all",
                            const std::string& stacks = "all", std::size_t max_entries = SIZE_MAX);
+// Whether the environment turns that default on (CUDASCOPE_OOM_SNAPSHOT set, and
+// CUDASCOPE_OOM_HISTORY not off): the one rule, for tools that adjust to it (the PyTorch
+// allocator borrows NVTX ranges for threads without their own). Quiet about bad values.
+bool history_on_by_default();
 
 // torch.cuda.memory._set_allocator_settings: replaces the configuration (same syntax as
 // CUDASCOPE_ALLOC_CONF). Applies to later allocations.
