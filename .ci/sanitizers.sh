@@ -19,7 +19,7 @@ jobs="${CUDASCOPE_JOBS:-2}"
 # frames), and far quicker to build than RelWithDebInfo's -O2 -g.
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCUDASCOPE_WITH_GUI=OFF -DCUDASCOPE_BUILD_BENCH=OFF
-        -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF)
+        -DCUDASCOPE_WITH_PROMETHEUS=OFF -DCUDASCOPE_WITH_CUDA=OFF -DCUDASCOPE_TEST_TIMEOUT_SCALE=4)
 coverage=("-DCMAKE_CXX_FLAGS=--coverage -fprofile-update=atomic" "-DCMAKE_C_FLAGS=--coverage -fprofile-update=atomic"
           -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage)
 # Each build makes only what its run below uses (TSan needs no analysis library).

@@ -40,6 +40,11 @@ function(cudascope_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
+  # Sanitizer builds run the same tests several times slower; their configure scales every
+  # timeout (.ci/sanitizers.sh) rather than each test guessing.
+  if(CUDASCOPE_TEST_TIMEOUT_SCALE)
+    math(EXPR T_TIMEOUT "${T_TIMEOUT} * ${CUDASCOPE_TEST_TIMEOUT_SCALE}")
+  endif()
   # gtest_discover_tests marks a test that calls GTEST_SKIP as skipped by itself.
   set(properties LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
   # GPU tests time kernels on the device: other tests' kernels sharing it would stretch them.
