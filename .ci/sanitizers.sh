@@ -46,16 +46,17 @@ if [[ "$which" == all || "$which" == asan ]] && [[ "$phase" != run ]]; then
 fi
 if [[ "$which" == all || "$which" == asan ]] && [[ "$phase" != build ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  # Every test of the three folders: the allocator's property, model and thread tests, the
-  # snapshot and trace readers with their fuzz corpora (they take untrusted files), cuBLAS
-  # handles, IPC, graphs' pools, the stream sanitizer, the sessions. The random-operation
-  # tests take a quarter of the main run's volume (which runs the full one at -O2): ASan's
-  # 3x slowdown would take each past its ctest timeout, and the same paths repeat.
-  export CUDASCOPE_PROPERTY_OPS=250000 CUDASCOPE_MODEL_OPS=5000
+  # Every unit test of the three folders: the allocator's property, model and thread tests,
+  # the snapshot and trace readers with their fuzz corpora (they take untrusted files), cuBLAS
+  # handles, IPC, graphs' pools, the stream sanitizer, the sessions. Not the integration tests
+  # (whole `cudascope run` programs, timed by the main run). The random-operation tests take a
+  # quarter of the main run's volume (which runs the full one at -O2), the fuzz tests half:
+  # the same paths repeat, at ASan's threefold cost.
+  export CUDASCOPE_PROPERTY_OPS=250000 CUDASCOPE_MODEL_OPS=5000 CUDASCOPE_FUZZ_ROUNDS=750
   find build-asan -name '*.gcda' -delete  # coverage counts of this run only
   status=0
   for dir in "${asan_dirs[@]}"; do
-    ctest --test-dir "build-asan/$dir" -j "$jobs" -LE gpu --timeout 1800 --output-on-failure || status=1
+    ctest --test-dir "build-asan/$dir" -j "$jobs" -LE 'gpu|integration' --timeout 1800 --output-on-failure || status=1
   done
   [[ "$status" == 0 ]] || exit "$status"
 fi
