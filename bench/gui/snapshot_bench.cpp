@@ -30,7 +30,8 @@ std::string snapshot_path() {
 std::shared_ptr<const gui::LoadedSnapshot> load_and_index(const std::string& path) {
   auto r = analysis::load_snapshot(path);
   if (!r) {
-    std::fprintf(stderr, "%s\n", r.error().message().c_str());
+    std::fprintf(stderr, "%s\n(the default input is made by `cmake --build BUILD --target gui_bench_data`)\n",
+                 r.error().message().c_str());
     std::exit(1);
   }
   auto loaded = gui::index_snapshot(std::move(r).value());

@@ -35,7 +35,8 @@ Fixture& fixture() {
     bool cancelled = false;
     auto loaded = gui::load_trace_for_view(path, {}, error, cancelled);
     if (!loaded) {
-      std::fprintf(stderr, "%s\n", error.toUtf8().constData());
+      std::fprintf(stderr, "%s\n(the default input is made by `cmake --build BUILD --target gui_trace_bench_data`)\n",
+                   error.toUtf8().constData());
       std::exit(1);
     }
     std::fprintf(stderr, "%s: %zu events, %zu rows; read %.2f s, timeline index + search index %.2f s (%.0f + %.0f MiB)\n",
