@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The tests: installs what is missing, builds, runs every ctest label (gpu tests report
-# skipped without a GPU), then the sanitizer builds of the runtime's tests.
+# skipped without a GPU), then the sanitizer builds: ASan+UBSan over the unit tests of
+# tests/runtime, tests/profiler and tests/analysis (the same build counts their coverage,
+# reported last), and TSan over the runtime's threaded tests (.ci/sanitizers.sh).
 # Each stage prints its wall and CPU time as it ends ("== stage build: 612 s wall, 1190 s CPU"),
 # and a table of all of them closes the run, failed or not.
 set -euo pipefail
