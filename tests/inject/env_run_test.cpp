@@ -2,6 +2,7 @@
 // library (issue 25): an inherited variable run owns changes nothing, a bad one is found
 // before the program starts, and inside a program a bad value is named and never crashes it.
 #include "run_cli.h"
+#include "test_support.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,12 +20,6 @@ using cudascope::testing::run_shell;
 
 namespace {
 
-std::string temporary_directory() {
-  char pattern[] = "/tmp/cudascope-env-XXXXXX";
-  const char* made = mkdtemp(pattern);
-  return made != nullptr ? made : "";
-}
-
 std::size_t kernels_in(const std::string& path) {
   std::ifstream in(path);
   const auto trace = nlohmann::json::parse(in, nullptr, false);
@@ -40,7 +35,7 @@ const std::string demo = cli + " demo --iterations 20 --kernel-ms 0.1";
 }  // namespace
 
 TEST(EnvRunTest, InheritedNoTraceDoesNotTakeRunsTraceAway) {
-  const std::string dir = temporary_directory();
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
   const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDASCOPE_NO_TRACE=x " + cli + " run -o " + dir + "/t.json -- " + demo);
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, Not(HasSubstr("no process of the program used CUDA")));
@@ -49,7 +44,7 @@ TEST(EnvRunTest, InheritedNoTraceDoesNotTakeRunsTraceAway) {
 }
 
 TEST(EnvRunTest, InheritedDurationAndDelayAreRunsOwn) {
-  const std::string dir = temporary_directory();
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
   const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDASCOPE_DURATION=inf CUDASCOPE_DELAY=1e19 " + cli + " run -o " + dir +
                                 "/t.json -- " + demo);
   EXPECT_EQ(result.exit_code, 0) << result.output;
@@ -76,7 +71,7 @@ TEST(EnvRunTest, BadVariableTheProgramReadsIsRefusedBeforeItStarts) {
 TEST(EnvRunTest, LibraryRefusesNonFiniteTimesAndSaysSo) {
   for (const std::string setting : {"CUDASCOPE_DURATION=inf", "CUDASCOPE_DURATION=1e19", "CUDASCOPE_DELAY=inf",
                                     "CUDASCOPE_DELAY=nan", "CUDASCOPE_NO_TRACE=x"}) {
-    const std::string dir = temporary_directory();
+    const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
     const std::string name = setting.substr(0, setting.find('='));
     const std::string value = setting.substr(setting.find('=') + 1);
     const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDA_INJECTION64_PATH=" + std::string(CUDASCOPE_INJECT_PATH) +

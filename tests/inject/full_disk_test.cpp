@@ -5,6 +5,7 @@
 // The file-size limit (RLIMIT_FSIZE) works for any user, so these run in CI as non-root; the
 // tmpfs test needs a machine that lets the test mount one (root), and is skipped elsewhere.
 #include "run_cli.h"
+#include "test_support.h"
 
 #include <cudascope/exporters/chrome_trace_writer.h>
 #include <cudascope/profiler/record.h>
@@ -27,12 +28,6 @@
 using ::testing::HasSubstr;
 
 namespace {
-
-std::string temporary_directory() {
-  char pattern[] = "/tmp/cudascope-full-disk-XXXXXX";
-  const char* made = mkdtemp(pattern);
-  return made != nullptr ? made : "";
-}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -98,7 +93,7 @@ int in_child(const std::string& path, bool gzip_noise) {
 }  // namespace
 
 TEST(TraceFullDiskTest, WriterStopsAtItsLastFlushClosedWithoutSignal) {
-  const std::string dir = temporary_directory();
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-full-disk");
   const std::string path = dir + "/t.json";
   ASSERT_EQ(in_child(path, false), 0) << "100+N: killed by signal N (SIGXFSZ is 25)";
   const auto trace = read_json(path);
@@ -111,7 +106,7 @@ TEST(TraceFullDiskTest, WriterStopsAtItsLastFlushClosedWithoutSignal) {
 }
 
 TEST(TraceFullDiskTest, GzipTraceStopsClosedToo) {
-  const std::string dir = temporary_directory();
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-full-disk");
   const std::string path = dir + "/t.json.gz";
   ASSERT_EQ(in_child(path, true), 0) << "100+N: killed by signal N (SIGXFSZ is 25)";
   const auto test = cudascope::testing::run_shell("gzip -t " + path + " && zcat " + path + " > " + dir + "/t.json");
@@ -124,7 +119,7 @@ TEST(TraceFullDiskTest, GzipTraceStopsClosedToo) {
 
 // The report: the program ended with SIGABRT from the session's writer thread.
 TEST(TraceFullDiskTest, RunUnderFileSizeLimitLetsTheProgramFinish) {
-  const std::string dir = temporary_directory();
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-full-disk");
   const std::string trace = dir + "/t.json";
   // ulimit -f counts 1 KiB blocks; `trap '' XFSZ` ignores the signal as the brief's setup does.
   const auto result = cudascope::testing::run_shell(
@@ -144,7 +139,7 @@ TEST(TraceFullDiskTest, RunUnderFileSizeLimitLetsTheProgramFinish) {
 }
 
 TEST(TraceFullDiskTest, RunOnAFullTmpfsLetsTheProgramFinish) {
-  const std::string dir = temporary_directory();
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-full-disk");
   if (geteuid() != 0 || mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64k") != 0) {
     std::filesystem::remove_all(dir);
     GTEST_SKIP() << "cannot mount a tmpfs here (needs root): the file-size limit tests cover the same path";

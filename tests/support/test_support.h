@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ namespace cudascope::testing {
 inline void default_to_sim_backend() { setenv("CUDASCOPE_BACKEND", "sim", /*overwrite=*/0); }
 
 inline bool on_cuda_backend() { return cuda::backend_name() == "cuda"; }
+
+// A new, empty directory of this test's own under the system's temporary directory, its
+// name starting with `prefix` (mkdtemp); empty when none could be made.
+inline std::string make_temporary_directory(const std::string& prefix) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  return mkdtemp(pattern.data()) != nullptr ? pattern : std::string();
+}
 
 // A test that needs a second process runs its own executable with a flag; the flag's
 // handler runs instead of the tests and its return value is the exit code.
