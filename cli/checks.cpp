@@ -84,6 +84,18 @@ CLI::Validator WritableFile(bool allow_stdout) {
       "FILE (writable)", "WRITABLE_FILE");
 }
 
+CLI::Validator SnapshotFile() {
+  const auto name_problem = [](std::string& path) -> std::string {
+    std::string name = path;
+    if (name.ends_with(".gz")) name.resize(name.size() - 3);
+    for (const char* extension : {".json", ".pickle", ".pkl"}) {
+      if (name.size() > std::strlen(extension) && name.ends_with(extension)) return {};
+    }
+    return "'" + path + "' must end in .pickle, .pkl or .json (optionally followed by .gz)";
+  };
+  return CLI::Validator(name_problem, "FILE", "SNAPSHOT_NAME") & WritableFile();
+}
+
 void refuse_output_over_inputs(const std::string& flag, const std::string& path, const std::vector<std::string>& inputs) {
   struct stat output {};
   if (path.empty() || path == "-" || stat(path.c_str(), &output) != 0) return;

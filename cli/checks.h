@@ -43,6 +43,11 @@ CLI::Validator ListenAddress();
 // A CLI11 validator applying output_file_problem; "-" (stdout) passes when `allow_stdout`.
 CLI::Validator WritableFile(bool allow_stdout = false);
 
+// A CLI11 validator for where cuda::memory::dump_snapshot is to write: a name it knows the
+// format of (.pickle, .pkl or .json, optionally followed by .gz) that can be written. Said
+// before the work whose snapshot it is, rather than after it.
+CLI::Validator SnapshotFile();
+
 // Throws std::runtime_error naming CUDASCOPE_BACKEND and its value when it is set to
 // something other than cuda, sim or auto. It reads only the variable, so a wrapper such as
 // `cudascope run` can check it without initialising a device before it forks.

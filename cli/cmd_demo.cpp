@@ -24,17 +24,6 @@ struct DemoOptions {
   std::string snapshot;  // where to dump an allocator snapshot of the run, if anywhere
 };
 
-// dump_snapshot picks the format from the name; say so before the run rather than after it.
-std::string snapshot_name_problem(std::string& path) {
-  std::string name = path;
-  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
-  for (const char* extension : {".json", ".pickle", ".pkl"}) {
-    const std::size_t length = std::strlen(extension);
-    if (name.size() > length && name.compare(name.size() - length, length, extension) == 0) return {};
-  }
-  return "'" + path + "' must end in .pickle, .pkl or .json (optionally followed by .gz)";
-}
-
 // Waits `seconds` or until SIGINT/SIGTERM, which the caller blocked before any thread started
 // so that they arrive here instead of killing the process with the memory still held.
 void hold(double seconds, const sigset_t& stop_signals) {
@@ -127,6 +116,6 @@ CUDASCOPE_COMMAND(demo, 20) {
       ->check(FiniteRange(0, 3600, "s"));
   sub->add_option("--snapshot", options.snapshot,
                   "Record the allocator's history and dump a snapshot here (.pickle or .json, optionally .gz)")
-      ->check(CLI::Validator(snapshot_name_problem, "FILE", "SNAPSHOT_NAME") & cudascope::cli::WritableFile());
+      ->check(cudascope::cli::SnapshotFile());
   sub->callback([] { run_demo(options); });
 }

@@ -1,7 +1,10 @@
-// `cudascope replay FILE.jsonl[.gz] [--stats-json OUT] [--recorded-addresses SEGMENTS]`:
-// replays an allocation sequence recorded with PyTorch through the caching allocator and
-// writes memory_stats() as JSON. On the sim backend the device addresses are the sim's own
-// (placed as the CUDA driver places them); --recorded-addresses uses the recording GPU's.
+// `cudascope replay FILE.jsonl[.gz] [--stats-json OUT] [--recorded-addresses SEGMENTS]
+// [--snapshot OUT]`: replays an allocation sequence recorded with PyTorch through the caching
+// allocator and writes memory_stats() as JSON. The device addresses are the driver's on a GPU
+// and the sim's own on the sim backend (placed as the driver places them); --recorded-addresses
+// orders equal-size blocks by the recording process's instead. --snapshot records the
+// allocator's history through the replay and writes the snapshot at its end: every segment's
+// address as the device gave it, for the viewer or to tell one process's placement from another's.
 #include "checks.h"
 #include "command.h"
 
@@ -21,6 +24,7 @@ struct ReplayOptions {
   std::string file;
   std::string stats_json;
   std::string recorded_addresses;
+  std::string snapshot;
   bool summary = false;
 };
 
@@ -47,6 +51,7 @@ int run_replay(const ReplayOptions& options) {
   using namespace cudascope;
   cli::check_backend_variable();
   cli::refuse_output_over_inputs("--stats-json", options.stats_json, {options.file, options.recorded_addresses});
+  cli::refuse_output_over_inputs("--snapshot", options.snapshot, {options.file, options.recorded_addresses});
   // The list is read before any device is touched: a bad one is a usage error.
   std::vector<std::uintptr_t> addresses;
   if (!options.recorded_addresses.empty()) {
@@ -58,9 +63,20 @@ int run_replay(const ReplayOptions& options) {
   }
   // Replays run wherever they can: a GPU when there is one, else the simulated device.
   if (std::getenv("CUDASCOPE_BACKEND") == nullptr) setenv("CUDASCOPE_BACKEND", "auto", 1);
+  // Without stacks: a stack walk per action would slow a long sequence for frames that all
+  // name the replay loop. The last million actions: 48 MB at most.
+  if (!options.snapshot.empty()) cuda::memory::record_memory_history("all", std::nullopt, "python", 1'000'000);
   const auto stats = options.recorded_addresses.empty()
                          ? cuda::memory::replay_file(options.file)
                          : cuda::memory::replay_file_with_addresses(options.file, addresses);
+  if (!options.snapshot.empty()) {
+    try {
+      cuda::memory::dump_snapshot(options.snapshot);
+    } catch (const cuda::Error& e) {
+      std::fprintf(stderr, "cudascope replay: error: --snapshot: %s\n", replay_error_detail(e).c_str());
+      return 1;
+    }
+  }
   const std::string json = to_json(stats);
   if (options.stats_json.empty() || options.stats_json == "-") {
     std::fputs(json.c_str(), stdout);
@@ -89,10 +105,14 @@ CUDASCOPE_COMMAND(replay, 40) {
   sub->add_option("--stats-json", options.stats_json, "Write memory_stats() here as JSON (default: stdout)")
       ->check(cudascope::cli::WritableFile(/*allow_stdout=*/true));
   sub->add_option("--recorded-addresses", options.recorded_addresses,
-                  "Sim backend only: break best-fit ties by the addresses the recording GPU's cudaMalloc "
-                  "returned (a JSON list in order, such as NAME.segments.json.gz from tests/data/make_replay.py) "
-                  "instead of the sim's own; fails unless the replay uses every one")
+                  "Break best-fit ties by the addresses another process's cudaMalloc returned (a JSON list "
+                  "in order, such as NAME.segments.json.gz from tests/data/make_replay.py) instead of the "
+                  "device's own (the sim's or the driver's); fails unless the replay uses every one")
       ->check(CLI::ExistingFile);
+  sub->add_option("--snapshot", options.snapshot,
+                  "Record the allocator's history (no stacks) and write the memory snapshot here at the end "
+                  "(.pickle, .json, optionally .gz): each segment's address as the device placed it")
+      ->check(cudascope::cli::SnapshotFile());
   sub->add_flag("--summary", options.summary, "Also print memory_summary() on stderr");
   sub->callback([] { cudascope::cli::set_exit_code(run_replay(options)); });
 }

@@ -62,6 +62,39 @@ TEST(CliE2eTest, ReplayWritesPyTorchsMemoryStatsAndTheSummary) {
   EXPECT_THAT(r.output, HasSubstr("CUDA OOMs: " + std::to_string(torch["num_ooms"].get<long long>())));
 }
 
+// --snapshot: the history of the whole replay, one segment_alloc per cudaMalloc the stats count
+// and one alloc per allocation, each segment at an address of its own, all released at the end.
+TEST(CliE2eTest, ReplayWritesTheSnapshotOfItsHistory) {
+  const std::string stats_path = temp("replay_history_stats.json"), snapshot_path = temp("replay_history.json");
+  const auto r = run_cli("CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_MEMORY=128GiB", "replay " + data("replay_default_s1.jsonl.gz") +
+                                                                                " --stats-json " + stats_path +
+                                                                                " --snapshot " + snapshot_path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto stats = nlohmann::json::parse(read(stats_path));
+  const auto snapshot = nlohmann::json::parse(read(snapshot_path));
+  ASSERT_TRUE(snapshot.contains("device_traces")) << snapshot.dump().substr(0, 300);
+  std::map<std::string, long long> actions;
+  std::set<std::uint64_t> live_segments;
+  bool segment_reused_while_live = false;
+  for (const auto& entry : snapshot["device_traces"][0]) {
+    const std::string action = entry["action"];
+    actions[action]++;
+    const auto addr = entry["addr"].get<std::uint64_t>();
+    if (action == "segment_alloc") segment_reused_while_live |= !live_segments.insert(addr).second;
+    if (action == "segment_free") live_segments.erase(addr);
+  }
+  EXPECT_EQ(actions["segment_alloc"], stats["num_device_alloc"].get<long long>());
+  // The stats are taken before the replay releases what is left; the history goes on to it.
+  EXPECT_EQ(actions["segment_free"], actions["segment_alloc"]);
+  EXPECT_GE(actions["segment_free"], stats["num_device_free"].get<long long>());
+  EXPECT_EQ(actions["alloc"], stats["allocation.all.allocated"].get<long long>());
+  EXPECT_FALSE(segment_reused_while_live);
+  const auto bad = run_cli("CUDASCOPE_BACKEND=sim", "replay " + data("replay_default_s1.jsonl.gz") + " --snapshot " +
+                                                        temp("replay_history.txt"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("replay_history.txt")) << "the error names the file";
+}
+
 TEST(CliE2eTest, StatsPrintsTheTablesKeptBesideTheTraces) {
   auto r = run_cli("", "stats " + data("trace_golden.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -308,9 +308,6 @@ std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string
 
 std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
                                                                const std::vector<std::uintptr_t>& addresses) {
-  CUDASCOPE_CHECK(backend_name() == "sim", error_code::kNotSupported, "replay",
-                  "recorded addresses replace the sim backend's own; the " + backend_name() +
-                      " backend has the device's real ones");
   return replay_path(path, &addresses);
 }
 

@@ -244,12 +244,15 @@ std::map<std::string, std::int64_t> replay(std::istream& ops, const std::string&
 // equal-size blocks break by address: on the sim backend by the addresses it hands out as
 // the CUDA driver would (no recorded addresses needed).
 std::map<std::string, std::int64_t> replay_file(const std::string& path);
-// replay_file() on the sim backend with the addresses the recording GPU's cudaMalloc returned
-// (`addresses_path`: a JSON list, in cudaMalloc order, such as the NAME.segments.json.gz that
+// replay_file() with the addresses another process's cudaMalloc returned (`addresses_path`:
+// a JSON list, in cudaMalloc order, such as the NAME.segments.json.gz that
 // tests/data/make_replay.py writes beside NAME.jsonl.gz) breaking best-fit ties instead of the
-// sim's own. Throws cuda::Error when the backend is not the sim, when the file is not such a
-// list, or when the replay did not use every address exactly once (it made more or fewer
-// cudaMallocs than the recording: the addresses belong to another sequence or run).
+// device's own: the sim's, or on a GPU the driver's. On a GPU the memory is still the
+// driver's; only the order of equal-size blocks follows the list. That tells the allocator's
+// decisions from the driver's placement, which differs between processes, even between two
+// PyTorch processes replaying one sequence on one machine. Throws cuda::Error when the file is
+// not such a list, or when the replay did not use every address exactly once (it made more or
+// fewer cudaMallocs than the recording: the addresses belong to another sequence or run).
 std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
                                                                const std::string& addresses_path);
 // The same with the list already read by read_recorded_addresses().
