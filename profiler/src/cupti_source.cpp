@@ -7,6 +7,7 @@
 
 #include <cupti.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -35,10 +36,11 @@ namespace {
 
 std::uint64_t cupti_timestamp() { return cuda::instrumentation::host_time_ns(); }
 
-std::vector<CUpti_ActivityKind> kinds_for(const ActivitySet& activities) {
+// The kinds enabled for the whole session; a sampled session's kernels are switched apart.
+std::vector<CUpti_ActivityKind> kinds_for(const ActivitySet& activities, bool kernels_sampled) {
   std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
                                            CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-  if (activities.contains(Activity::kKernel)) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (activities.contains(Activity::kKernel) && !kernels_sampled) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (activities.contains(Activity::kMemcpy)) {
     kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
     kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY2);
@@ -97,6 +99,37 @@ const std::vector<CUpti_CallbackId>& picked_runtime_callbacks(const ActivitySet&
   return activities.contains(Activity::kLaunch) ? launches : none;
 }
 
+// The launch calls counted for exact launch totals: the runtime's, and the driver's when the
+// program calls the driver itself (Triton, cuBLAS's own launches). A driver launch made
+// inside a runtime launch is not counted again.
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,          CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,       CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+
+thread_local int runtime_launch_depth = 0;
+
+// One relaxed increment per launch call; nothing else on the launching thread.
+void CUPTIAPI on_launch_call(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+  const auto* call = static_cast<const CUpti_CallbackData*>(data);
+  auto* sampling = static_cast<KernelSampling*>(userdata);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (call->callbackSite == CUPTI_API_ENTER) {
+      if (runtime_launch_depth++ == 0) sampling->count_launch();
+    } else if (runtime_launch_depth > 0) {
+      --runtime_launch_depth;
+    }
+  } else if (call->callbackSite == CUPTI_API_ENTER && runtime_launch_depth == 0) {
+    sampling->count_launch();
+  }
+}
+
 bool discard_requested() {
   try {
     return util::env_cupti_discard().value_or(false);
@@ -140,11 +173,12 @@ void CuptiSource::start() {
     CUDASCOPE_CUPTI_CALL(cuptiActivityRegisterCallbacks(
         reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(&requested_trampoline),
         reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(&completed_trampoline)));
-    for (CUpti_ActivityKind kind : kinds_for(options_.activities)) {
+    const bool sampled = options_.kernel_sampling != nullptr;
+    for (CUpti_ActivityKind kind : kinds_for(options_.activities, sampled)) {
       const CUptiResult status = cuptiActivityEnable(kind);
       if (status != CUPTI_SUCCESS && !optional_kind(kind)) CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(kind));
     }
-    for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) {
+    for (CUpti_CallbackId cbid : sampled ? std::vector<CUpti_CallbackId>{} : picked_runtime_callbacks(options_.activities)) {
       if (cuptiActivityEnableRuntimeApi(cbid, 1) != CUPTI_SUCCESS) {
         // This CUPTI cannot pick calls: trace them all rather than lose the flows.
         CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
@@ -159,15 +193,68 @@ void CuptiSource::start() {
     live_.store(nullptr);
     throw;
   }
+  if (options_.kernel_sampling) {
+    if (options_.kernel_sampling->plan().count_launches) subscribe_launch_counter();
+    std::lock_guard lock(kernel_mutex_);
+    started_ = true;
+    if (options_.kernel_sampling->recording_kernels()) switch_sampled_kinds(true);
+    return;
+  }
   started_ = true;
+}
+
+void CuptiSource::set_kernel_records(bool on) noexcept {
+  std::lock_guard lock(kernel_mutex_);
+  if (started_.load() && on != kernel_records_on_) switch_sampled_kinds(on);
+}
+
+// Under kernel_mutex_. A failure leaves the kinds as they were: the sampler's next switch
+// tries again, and the window's records are what CUPTI gave.
+void CuptiSource::switch_sampled_kinds(bool on) noexcept {
+  if (options_.activities.contains(Activity::kKernel)) {
+    if (on) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    else cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) cuptiActivityEnableRuntimeApi(cbid, on ? 1 : 0);
+  kernel_records_on_ = on;
+}
+
+void CuptiSource::subscribe_launch_counter() noexcept {
+  CUpti_SubscriberHandle subscriber = nullptr;
+  const CUptiResult status =
+      cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_launch_call), options_.kernel_sampling.get());
+  if (status != CUPTI_SUCCESS) {
+    const char* text = nullptr;
+    cuptiGetResultString(status, &text);
+    std::fprintf(stderr, "cudascope: no exact launch counts: cuptiSubscribe failed: %s (another CUPTI subscriber, "
+                         "e.g. torch.profiler, may hold the one CUPTI allows)\n", text != nullptr ? text : "unknown");
+    return;
+  }
+  for (CUpti_CallbackId cbid : kRuntimeLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+  for (CUpti_CallbackId cbid : kDriverLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  launch_subscriber_ = subscriber;
+  options_.kernel_sampling->set_counting_launches(true);
+}
+
+void CuptiSource::unsubscribe_launch_counter() noexcept {
+  if (launch_subscriber_ == nullptr) return;
+  cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(launch_subscriber_));
+  launch_subscriber_ = nullptr;
 }
 
 void CuptiSource::stop() {
   if (!started_) return;
   started_ = false;
+  unsubscribe_launch_counter();
+  {
+    std::lock_guard lock(kernel_mutex_);
+    if (kernel_records_on_) switch_sampled_kinds(false);
+  }
   CUDASCOPE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-  for (CUpti_ActivityKind kind : kinds_for(options_.activities)) cuptiActivityDisable(kind);
-  for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) cuptiActivityEnableRuntimeApi(cbid, 0);
+  for (CUpti_ActivityKind kind : kinds_for(options_.activities, options_.kernel_sampling != nullptr)) cuptiActivityDisable(kind);
+  if (!options_.kernel_sampling) {
+    for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) cuptiActivityEnableRuntimeApi(cbid, 0);
+  }
   if (runtime_fallback_) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   runtime_fallback_ = false;
   cuptiActivityFlushPeriod(0);

@@ -36,6 +36,11 @@ class CuptiSource : public DeviceSource {
   // this a process that launches fewer kernels than fill a buffer would show none of them
   // until it ends.
   void deliver_completed() noexcept override;
+  // Sampled sessions: CONCURRENT_KERNEL, and the picked launch calls when the session records
+  // them, are enabled only between set_kernel_records(true) and (false). CUPTI allows kinds to
+  // be enabled and disabled while the program runs; records already in buffers stay there
+  // and are delivered as usual.
+  void set_kernel_records(bool on) noexcept override;
 
   // CUPTI-facing.
   virtual void on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
@@ -60,6 +65,14 @@ class CuptiSource : public DeviceSource {
   // Whether start() enabled the whole RUNTIME kind because this CUPTI cannot pick calls;
   // only then does stop() disable it (see picked_runtime_callbacks).
   bool runtime_fallback_ = false;
+  // Sampled sessions: whether kernel records are on now (under kernel_mutex_).
+  std::mutex kernel_mutex_;
+  bool kernel_records_on_ = false;
+  // The launch-counting callback's subscription (SamplingPlan::count_launches), or null.
+  void* launch_subscriber_ = nullptr;
+  void switch_sampled_kinds(bool on) noexcept;
+  void subscribe_launch_counter() noexcept;
+  void unsubscribe_launch_counter() noexcept;
   // CUDASCOPE_CUPTI_DISCARD=1, for benchmarks only: completed buffers are returned without
   // being decoded, so a run measures what CUPTI itself costs with the same activity kinds
   // (the floor under any profiler built on it).

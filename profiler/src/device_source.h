@@ -19,6 +19,9 @@ class DeviceSource {
   // Hands over the records that are complete, however few, without stopping: what a live
   // reader (metrics) needs between flushes. Called by the session's writer thread.
   virtual void deliver_completed() noexcept {}
+  // A sampled session (SessionOptions::kernel_sampling) switches kernel records on and off
+  // from its sampler thread; start() reads the current state from the KernelSampling.
+  virtual void set_kernel_records(bool) noexcept {}
 };
 
 // nullptr when this build has no CUPTI.

@@ -78,6 +78,7 @@ void RuntimeSource::on_device_memory(const ins::DeviceMemoryActivity& memory) {
 
 void RuntimeSource::on_kernel(const ins::KernelActivity& kernel) {
   if (!activities_.contains(Activity::kKernel)) return;
+  if (sampling_ != nullptr && !sampling_->recording_kernels()) return;
   describe_device(kernel.device);
   Record r = make_device_record(RecordKind::kKernel, kernel.device, kernel.stream_id, kernel.start_ns, kernel.end_ns,
                                 kernel.correlation_id);

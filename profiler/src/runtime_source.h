@@ -7,6 +7,7 @@
 
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/profiler/activities.h>
+#include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/record.h>
 
 #include <atomic>
@@ -17,7 +18,9 @@ namespace cudascope::profiler::detail {
 
 class RuntimeSource final : public cuda::instrumentation::Observer {
  public:
-  explicit RuntimeSource(ActivitySet activities) : activities_(activities) {}
+  // `sampling`: kernels are reported only while it records them (null: every kernel).
+  explicit RuntimeSource(ActivitySet activities, const KernelSampling* sampling = nullptr)
+      : activities_(activities), sampling_(sampling) {}
 
   void on_allocator_event(const cuda::instrumentation::AllocatorEvent& event) override;
   void on_kernel(const cuda::instrumentation::KernelActivity& kernel) override;
@@ -34,6 +37,7 @@ class RuntimeSource final : public cuda::instrumentation::Observer {
   void describe_device(int device) noexcept;
 
   const ActivitySet activities_;
+  const KernelSampling* const sampling_;
   std::atomic<std::uint64_t> described_devices_{0};
   std::mutex device_memory_mutex_;
   DeviceMemoryTally device_memory_;

@@ -1,6 +1,7 @@
 #include <cudascope/profiler/session.h>
 
 #include "device_source.h"
+#include "kernel_sampler.h"
 #include "recording_state.h"
 #include "runtime_source.h"
 
@@ -44,7 +45,15 @@ std::string command_line() {
 
 class Session::Impl {
  public:
-  explicit Impl(const SessionOptions& options) : options(options), runtime_source(options.activities) {}
+  explicit Impl(const SessionOptions& options)
+      : options(options), runtime_source(options.activities, options.kernel_sampling.get()) {}
+
+  // On the sampler's thread. Serialised with attach_cupti, which reads the state when it
+  // starts the device source: a switch is never lost between the two.
+  void switch_kernel_records(bool on) noexcept {
+    std::lock_guard lock(kernel_switch_mutex);
+    if (detail::DeviceSource* device = live_device.load(std::memory_order_acquire)) device->set_kernel_records(on);
+  }
 
   void writer_loop() {
     std::unique_lock lock(mutex);
@@ -104,6 +113,8 @@ class Session::Impl {
   std::unique_ptr<detail::DeviceSource> device_source;
   // device_source for the writer thread: attach_cupti may set it while the writer runs.
   std::atomic<detail::DeviceSource*> live_device{nullptr};
+  std::mutex kernel_switch_mutex;
+  std::unique_ptr<detail::KernelSampler> sampler;  // sampled sessions only
   std::unique_ptr<TraceSink> sink;
   MemorySink* memory = nullptr;  // sink, when recording into memory
   std::unique_ptr<MemorySink> kept;  // an in-memory session's records after stop
@@ -178,8 +189,14 @@ void Session::start(std::unique_ptr<TraceSink> sink) {
     detail::nvtx_recording_flag.store(options_.activities.contains(Activity::kNvtx));
     s.running = true;
     if (source == SourceKind::kCupti) attach_cupti();
+    if (options_.kernel_sampling) {
+      s.sampler = std::make_unique<detail::KernelSampler>(options_.kernel_sampling,
+                                                          [&s](bool on) { s.switch_kernel_records(on); });
+      s.sampler->start();
+    }
     s.writer = std::thread([&s] { s.writer_loop(); });
   } catch (...) {
+    if (impl_ && impl_->sampler) impl_->sampler->stop();
     detail::nvtx_recording_flag.store(false);
     cuda::instrumentation::set_observer(nullptr);
     RecordBuffers::process().stop_refiller();
@@ -194,6 +211,7 @@ void Session::attach_cupti() {
   if (impl_->device_source) return;
   auto source = detail::make_cupti_source(options_);
   if (!source) throw std::runtime_error("this build of cudascope has no CUPTI source (built without the CUDA toolkit)");
+  std::lock_guard lock(impl_->kernel_switch_mutex);
   source->start();
   impl_->device_source = std::move(source);
   impl_->live_device.store(impl_->device_source.get(), std::memory_order_release);
@@ -204,6 +222,7 @@ void Session::stop() {
   if (!impl_ || !impl_->running) return;
   Impl& s = *impl_;
   detail::nvtx_recording_flag.store(false);
+  if (s.sampler) s.sampler->stop();  // kernel records off before CUPTI's last flush
   std::exception_ptr failure;
   if (s.device_source) {
     try {

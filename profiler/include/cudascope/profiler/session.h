@@ -19,6 +19,7 @@
 // the work it recorded has finished (the runtime observer it installed lives in it).
 
 #include <cudascope/profiler/activities.h>
+#include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/trace_sink.h>
 
 #include <chrono>
@@ -52,6 +53,11 @@ struct SessionOptions {
   std::chrono::milliseconds flush_interval{200};
   // Called on the writer thread after each flush.
   std::function<void(const SessionStats&)> on_flush;
+  // Set: kernel records (and the launch records of the `launch`/`runtime` activities) are
+  // sampled in windows of this plan rather than recorded for every kernel; the same object
+  // tells readers each record's weight (kernel_sampling.h). For metrics-only recordings:
+  // a trace written from a sampled session holds only the windows' kernels.
+  std::shared_ptr<KernelSampling> kernel_sampling;
 };
 
 class Session {

@@ -1,0 +1,79 @@
+#include "kernel_sampler.h"
+
+#include <chrono>
+#include <random>
+
+namespace cudascope::profiler::detail {
+
+using Clock = std::chrono::steady_clock;
+
+KernelSampler::KernelSampler(std::shared_ptr<KernelSampling> sampling, std::function<void(bool)> switch_kernels)
+    : sampling_(std::move(sampling)), switch_kernels_(std::move(switch_kernels)) {}
+
+KernelSampler::~KernelSampler() { stop(); }
+
+void KernelSampler::start() {
+  sampling_->begin(sampling_->now());
+  thread_ = std::thread([this] { run(); });
+}
+
+void KernelSampler::stop() {
+  if (!thread_.joinable()) return;
+  sampling_->stop();
+  thread_.join();
+}
+
+void KernelSampler::switch_on(std::uint64_t weight) {
+  // Marked on before CUPTI is told, so any kernel it records finds its segment.
+  sampling_->open(sampling_->now(), weight);
+  switch_kernels_(true);
+}
+
+void KernelSampler::switch_off() {
+  switch_kernels_(false);
+  sampling_->close(sampling_->now());
+}
+
+void KernelSampler::record_full() {
+  switch_on(1);
+  while (sampling_->full_requested() && !sampling_->stopping()) sampling_->wait_until(Clock::now() + std::chrono::seconds(1));
+  switch_off();
+}
+
+// Sleeps until `deadline`; false, at once, when the recording stops or a trace window asks
+// for every kernel.
+bool KernelSampler::sleep_until(Clock::time_point deadline) {
+  while (!sampling_->stopping() && !sampling_->full_requested()) {
+    if (Clock::now() >= deadline) return true;
+    sampling_->wait_until(deadline);
+  }
+  return false;
+}
+
+// A full-recording request cuts a sampled window short (its records would otherwise count
+// with the window's weight and again as exact ones) and restarts the periods when it ends:
+// every instant is still seen with the same chance, or fully.
+void KernelSampler::run() {
+  SamplingSchedule schedule(sampling_->plan(), std::random_device{}());
+  const auto period = sampling_->plan().period;
+  const auto window = sampling_->plan().slot();
+  Clock::time_point period_start = Clock::now();
+  while (!sampling_->stopping()) {
+    if (sampling_->full_requested()) {
+      record_full();
+      period_start = Clock::now();
+      continue;
+    }
+    const Clock::time_point open_at = period_start + schedule.next_offset();
+    if (!sleep_until(open_at)) continue;
+    switch_on(sampling_->plan().weight());
+    const bool whole_window = sleep_until(open_at + window);
+    switch_off();
+    if (!whole_window || !sleep_until(period_start + period)) continue;
+    period_start += period;
+    // A thread held up (an overloaded host) starts afresh rather than racing through late windows.
+    if (Clock::now() > period_start + window) period_start = Clock::now();
+  }
+}
+
+}  // namespace cudascope::profiler::detail
