@@ -28,6 +28,12 @@ using Labels = std::vector<ClientMetric::Label>;
 constexpr double kNs = 1e-9;
 constexpr const char* kKernelsHelp = "Kernels completed, by name (top names by GPU time; the rest as other).";
 constexpr const char* kKernelSecondsHelp = "GPU time in kernels, by name (top names by GPU time; the rest as other).";
+constexpr const char* kKernelsEstimatedHelp =
+    "ESTIMATE of kernels completed, by name, from sampled windows of kernel records: each kernel seen counts as "
+    "period/window kernels (see cudascope_kernel_sampling_ratio). Top names by GPU time; the rest as other.";
+constexpr const char* kKernelSecondsEstimatedHelp =
+    "ESTIMATE of GPU time in kernels, by name, from sampled windows of kernel records: each kernel seen counts "
+    "period/window times (see cudascope_kernel_sampling_ratio). Top names by GPU time; the rest as other.";
 constexpr const char* kDroppedHelp = "Records lost (record buffers full, or CUPTI's own losses).";
 constexpr std::size_t kMaxLabelLength = 200;     // longer names are cut (templates can run to kilobytes)
 constexpr std::size_t kMaxDomains = 16;
@@ -198,6 +204,9 @@ struct ProfileMetrics::State {
   std::unordered_map<std::uint32_t, std::uint32_t> launch_range;  // correlation: range name id
   std::vector<Record> pending_kernels;  // labelled at flush, when their launches were seen
   std::uint64_t records = 0;
+  // Sampled sessions: the timeline's segments, taken once per batch, and the kernel records seen.
+  std::vector<profiler::KernelSampling::Segment> segments;
+  std::map<std::int32_t, std::uint64_t> sampled_records;
   std::uint64_t dropped_buffer = 0, dropped_cupti = 0;
   std::size_t buffer_bytes = 0;
 
@@ -238,14 +247,28 @@ struct ProfileMetrics::State {
     return best;
   }
 
+  bool sampled() const { return options.kernel_sampling != nullptr; }
+
+  // A sampled kernel counts as its window's weight: the estimate of the kernels it stands for.
   void count_kernel(const Record& r, std::uint32_t range) {
+    std::uint64_t weight = 1;
+    if (sampled()) {
+      weight = profiler::KernelSampling::weight_in(segments, r.start_ns);
+      ++sampled_records[r.device];
+    }
     Totals t;
-    t.count = 1;
-    t.ns = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
+    t.count = weight;
+    t.ns = weight * (r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
     kernels.add(kernel_key(r.device, kernel_id(r.u.kernel.name), range), r.device, t);
   }
 
+  // Before each batch: the segments any kernel of it can belong to are already opened.
+  void refresh_segments() {
+    if (sampled()) segments = options.kernel_sampling->segments();
+  }
+
   void consume(const Record* records_in, std::size_t count) {
+    refresh_segments();
     for (std::size_t i = 0; i < count; ++i) {
       const Record& r = records_in[i];
       if (r.kind == RecordKind::kText) continue;
@@ -341,6 +364,8 @@ struct ProfileMetrics::State {
 
   // Kernels held for their launch's range: every launch drained so far has been seen.
   void label_pending() {
+    if (pending_kernels.empty()) return;
+    refresh_segments();
     for (const Record& r : pending_kernels) {
       const auto found = launch_range.find(r.correlation_id);
       std::uint32_t range = 0;
@@ -358,26 +383,7 @@ struct ProfileMetrics::State {
     const auto add = [&](const char* name, const char* help, MetricType type, Labels labels, double value) {
       f.add(name, help, type, std::move(labels), value);
     };
-    kernels.render(
-        [&](std::uint64_t key, const Totals& t) {
-          const auto device = static_cast<std::int32_t>(static_cast<std::int16_t>(key >> 48));
-          Labels labels = with(constant, {{"device", std::to_string(device)},
-                                          {"kernel", names.name(static_cast<std::uint32_t>((key >> 24) & 0xFFFFFFu))}});
-          if (options.label_nvtx) {
-            const auto range = static_cast<std::uint32_t>(key & 0xFFFFFFu);
-            labels.push_back({"nvtx_range", range == 0 ? "" : names.name(range)});
-          }
-          add("cudascope_kernels_total", kKernelsHelp, MetricType::Counter, labels, static_cast<double>(t.count));
-          add("cudascope_kernel_seconds_total", kKernelSecondsHelp, MetricType::Counter, labels,
-              static_cast<double>(t.ns) * kNs);
-        },
-        [&](std::int64_t device, const Totals& t) {
-          Labels labels = with(constant, {{"device", std::to_string(device)}, {"kernel", "other"}});
-          if (options.label_nvtx) labels.push_back({"nvtx_range", "other"});
-          add("cudascope_kernels_total", kKernelsHelp, MetricType::Counter, labels, static_cast<double>(t.count));
-          add("cudascope_kernel_seconds_total", kKernelSecondsHelp, MetricType::Counter, labels,
-              static_cast<double>(t.ns) * kNs);
-        });
+    render_kernels(f);
     for (const auto& [key, t] : copies) {
       const Labels labels = with(constant, {{"device", std::to_string(key.first)},
                                             {"kind", profiler::to_string(static_cast<profiler::CopyKindCode>(key.second))}});
@@ -422,6 +428,55 @@ struct ProfileMetrics::State {
     add("cudascope_profiler_buffer_bytes", "Memory the profiler's record buffers hold.", MetricType::Gauge, constant,
         static_cast<double>(buffer_bytes));
     return prometheus::TextSerializer().Serialize(f.all());
+  }
+
+  // Kernel counts by name; estimates (other names, with the sampling ratio) when sampled.
+  void render_kernels(Families& f) {
+    const bool estimate = sampled();
+    const char* count_name = estimate ? "cudascope_kernels_estimated_total" : "cudascope_kernels_total";
+    const char* seconds_name = estimate ? "cudascope_kernel_seconds_estimated_total" : "cudascope_kernel_seconds_total";
+    const char* count_help = estimate ? kKernelsEstimatedHelp : kKernelsHelp;
+    const char* seconds_help = estimate ? kKernelSecondsEstimatedHelp : kKernelSecondsHelp;
+    const auto add_pair = [&](const Labels& labels, const Totals& t) {
+      f.add(count_name, count_help, MetricType::Counter, labels, static_cast<double>(t.count));
+      f.add(seconds_name, seconds_help, MetricType::Counter, labels, static_cast<double>(t.ns) * kNs);
+    };
+    kernels.render(
+        [&](std::uint64_t key, const Totals& t) {
+          const auto device = static_cast<std::int32_t>(static_cast<std::int16_t>(key >> 48));
+          Labels labels = with(constant, {{"device", std::to_string(device)},
+                                          {"kernel", names.name(static_cast<std::uint32_t>((key >> 24) & 0xFFFFFFu))}});
+          if (options.label_nvtx) {
+            const auto range = static_cast<std::uint32_t>(key & 0xFFFFFFu);
+            labels.push_back({"nvtx_range", range == 0 ? "" : names.name(range)});
+          }
+          add_pair(labels, t);
+        },
+        [&](std::int64_t device, const Totals& t) {
+          Labels labels = with(constant, {{"device", std::to_string(device)}, {"kernel", "other"}});
+          if (options.label_nvtx) labels.push_back({"nvtx_range", "other"});
+          add_pair(labels, t);
+        });
+    if (estimate) render_sampling(f);
+  }
+
+  void render_sampling(Families& f) {
+    const profiler::KernelSampling& sampling = *options.kernel_sampling;
+    f.add("cudascope_kernel_sampling_ratio",
+          "Fraction of wall time since recording began whose kernels were recorded; the *_estimated_total kernel "
+          "figures are scaled up from those records.",
+          MetricType::Gauge, constant, sampling.sampled_ratio());
+    for (const auto& [device, n] : sampled_records) {
+      f.add("cudascope_kernel_sampled_records_total",
+            "Kernel records seen in sampled windows (the estimates' sample size: their relative error shrinks as "
+            "one over its square root).",
+            MetricType::Counter, with(constant, {{"device", std::to_string(device)}}), static_cast<double>(n));
+    }
+    if (sampling.counting_launches()) {
+      f.add("cudascope_kernel_launches_total",
+            "Kernel launch calls (runtime and driver), counted exactly; kernels run by CUDA graphs are not included.",
+            MetricType::Counter, constant, static_cast<double>(sampling.launches()));
+    }
   }
 
   static ClientMetric histogram_of(Labels labels, const Durations& d) {

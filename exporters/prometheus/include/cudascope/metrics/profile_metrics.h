@@ -9,6 +9,18 @@
 //
 // Families (all with the constant labels host, pid, and rank, local_rank, job when known):
 //   cudascope_kernels_total, cudascope_kernel_seconds_total        {device, kernel[, nvtx_range]}
+//     counts of every kernel: when kernel records are not sampled (a trace is written)
+//   cudascope_kernels_estimated_total, cudascope_kernel_seconds_estimated_total   (same labels)
+//     ESTIMATES, when kernel records are sampled (options.kernel_sampling; metrics-only
+//     recordings): each kernel seen counts as the weight of its window (period / window), so
+//     the estimates add up integers and never decrease. Exported instead of the two above, so
+//     a count and an estimate never share a name; beside them:
+//   cudascope_kernel_sampling_ratio                                 fraction of wall time whose
+//                                                                   kernels were recorded
+//   cudascope_kernel_sampled_records_total                          {device}  kernel records seen
+//   cudascope_kernel_launches_total                                 exact launch calls, when
+//                                                                   SamplingPlan::count_launches
+//                                                                   got its CUPTI callback
 //   cudascope_memcpy_total, _bytes_total, _seconds_total            {device, kind}
 //   cudascope_memset_total, _bytes_total, _seconds_total            {device}
 //   cudascope_sync_total, cudascope_sync_seconds_total              {type}
@@ -30,6 +42,7 @@
 // render() and set_session_stats() may be called from any thread.
 
 #include <cudascope/metrics/metrics.h>
+#include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/session.h>
 #include <cudascope/profiler/trace_sink.h>
 
@@ -45,6 +58,9 @@ struct ProfileMetricsOptions {
   // they were launched (needs the launch API records: the `runtime` or `launch` activity).
   bool label_nvtx = false;
   ProcessLabels labels = ProcessLabels::from_environment();
+  // Set when the session samples kernel records (SessionOptions::kernel_sampling, the same
+  // object): kernel figures are then exported as estimates (see above).
+  std::shared_ptr<const profiler::KernelSampling> kernel_sampling;
 };
 
 class ProfileMetrics {
