@@ -12,12 +12,40 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace cudascope::inject {
 namespace {
+
+// Seconds in [min, max] from `name`, checked as util::env_seconds does.
+std::optional<double> env_seconds_from(const char* name, double min, double max) {
+  const auto text = util::env_text(name);
+  if (!text) return std::nullopt;
+  const double value = util::parse_env_seconds(name, *text, max);
+  if (value < min) {
+    throw util::EnvError(util::env_shown(name, *text) + " is not a number of seconds from " + std::to_string(min) +
+                         " to " + std::to_string(max));
+  }
+  return value;
+}
+
+profiler::SamplingPlan sampling_plan_from_environment() {
+  profiler::SamplingPlan plan;
+  const double window = env_seconds_from("CUDASCOPE_METRICS_SAMPLE_WINDOW", 0.001, 60).value_or(0.05);
+  const double period = env_seconds_from("CUDASCOPE_METRICS_SAMPLE_PERIOD", 0.01, 3600).value_or(1.0);
+  if (window > period) {
+    throw util::EnvError("CUDASCOPE_METRICS_SAMPLE_WINDOW (" + std::to_string(window) +
+                         " s) is longer than CUDASCOPE_METRICS_SAMPLE_PERIOD (" + std::to_string(period) + " s)");
+  }
+  plan.window = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(window));
+  plan.period = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(period));
+  return plan;
+}
 
 class NullSink final : public profiler::TraceSink {
  public:
@@ -75,6 +103,10 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
     std::fprintf(stderr, "cudascope: %s; kernels are not labelled with NVTX ranges\n", e.what());
   }
   metric_options.labels = metrics::ProcessLabels::from_environment();
+  // Metrics only: kernel records in sampled windows, exported as estimates. With a trace,
+  // every kernel is recorded for it anyway, and counted exactly.
+  const std::shared_ptr<profiler::KernelSampling> sampling = trace ? nullptr : kernel_sampling_from_environment();
+  metric_options.kernel_sampling = sampling;
   auto live = std::make_shared<metrics::ProfileMetrics>(metric_options);
   try {
     metrics::MetricsServer& server = metrics::process_server(bind);
@@ -87,10 +119,12 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
   if (!trace) {
     // Metrics only: trace windows on request (trace_window.h) take the records' other path.
     if (auto windows = trace_windows()) {
+      windows->set_kernel_sampling(sampling);
       serve_trace_windows(windows, bind, util::env_text("CUDASCOPE_TRACE_TOKEN").value_or(""));
       trace = std::make_unique<SharedSink>(windows);
     }
   }
+  options.kernel_sampling = sampling;
   options.on_flush = [live, previous = options.on_flush](const profiler::SessionStats& stats) {
     live->set_session_stats(stats);
     if (previous) previous(stats);
@@ -100,6 +134,26 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
 #endif
 
 }  // namespace
+
+std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment() {
+  try {
+    if (!util::env_flag("CUDASCOPE_METRICS_SAMPLING").value_or(true)) return nullptr;
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; kernel records are sampled\n", e.what());
+  }
+  profiler::SamplingPlan plan;
+  try {
+    plan = sampling_plan_from_environment();
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; sampling kernel records 50 ms in every 1 s\n", e.what());
+  }
+  try {
+    plan.count_launches = util::env_flag("CUDASCOPE_METRICS_COUNT_LAUNCHES").value_or(false);
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; launches are not counted\n", e.what());
+  }
+  return std::make_shared<profiler::KernelSampling>(plan);
+}
 
 bool trace_wanted() { return !util::env_flag("CUDASCOPE_NO_TRACE").value_or(false); }
 

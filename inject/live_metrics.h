@@ -12,18 +12,31 @@
 //   CUDASCOPE_JOB=name               a job label on every series
 //   CUDASCOPE_NO_TRACE=1             metrics only: no trace file, but trace windows on request
 //                                    (GET /trace?token=T&duration=S, see trace_window.h)
+//   Metrics only, kernel records are sampled to stay within the always-on budget
+//   (profiler/kernel_sampling.h; docs/metrics.md):
+//   CUDASCOPE_METRICS_SAMPLING=0     record every kernel instead (exact counts, at a trace's cost)
+//   CUDASCOPE_METRICS_SAMPLE_WINDOW=S  seconds of kernel records per period (0.001-60, default 0.05)
+//   CUDASCOPE_METRICS_SAMPLE_PERIOD=S  the period (0.01-3600, default 1; at least the window)
+//   CUDASCOPE_METRICS_COUNT_LAUNCHES=1 exact kernel launch counts beside the sample (a CUPTI
+//                                    callback per launch; off by default)
 //   CUDASCOPE_TRACE_TOKEN=T, CUDASCOPE_TRACE_WINDOW_DIR=/dir   the job's token and the directory
 //                                    windows are written into (trace_window.h)
 //
 // A failure to serve (the port is taken, e.g. by another process of the same program) is
 // reported on stderr and recording goes on without metrics.
 
+#include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/session.h>
 #include <cudascope/profiler/trace_sink.h>
 
 #include <memory>
 
 namespace cudascope::inject {
+
+// The kernel sampling of a metrics-only recording, from the variables above; null under
+// CUDASCOPE_METRICS_SAMPLING=0. A value that cannot be used is named on stderr and the
+// defaults are taken.
+std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment();
 
 // Whether this process writes a trace file (false with CUDASCOPE_NO_TRACE=1). Throws
 // util::EnvError for a value that is not a flag (1/0, true/false, yes/no, on/off).

@@ -48,7 +48,17 @@ std::string TraceWindows::open(std::chrono::duration<double> duration, bool gzip
   last_failure_.clear();
   until_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration);
   records_ = 0;
+  if (sampling_ && !holding_full_) {
+    sampling_->request_full(true);
+    holding_full_ = true;
+  }
   return {};
+}
+
+void TraceWindows::release_full_locked() {
+  if (!holding_full_) return;
+  holding_full_ = false;
+  sampling_->request_full(false);
 }
 
 std::string TraceWindows::status() {
@@ -74,6 +84,7 @@ void TraceWindows::failed_locked(const std::exception& e) {
   last_path_ = path_;
   window_.reset();
   ++windows_written_;
+  release_full_locked();
 }
 
 void TraceWindows::write(const profiler::Record* records, std::size_t count) {
@@ -113,6 +124,7 @@ void TraceWindows::close_locked(std::uint64_t end_ns) {
   profiler::TraceSummary summary;
   summary.records = records_;
   summary.end_ns = end_ns;
+  release_full_locked();
   window_->end(summary);
   window_.reset();
   last_path_ = path_;

@@ -26,6 +26,7 @@
 // Thread-safety: the sink side runs on the session's writer thread; open() and status()
 // from any thread.
 
+#include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/trace_sink.h>
 
 #include <chrono>
@@ -43,6 +44,10 @@ class TraceWindows final : public profiler::TraceSink {
   TraceWindows(int directory_fd, std::string directory);
   ~TraceWindows() override;
 
+  // A sampled recording (kernel_sampling.h): while a window is written every kernel is
+  // recorded, so the window holds them all, not a sample. Set before the session starts.
+  void set_kernel_sampling(std::shared_ptr<profiler::KernelSampling> sampling) { sampling_ = std::move(sampling); }
+
   // Starts writing a new window file for `duration`. Returns its path in `path`, and an
   // empty string, or why not (a window is already open, no file could be created).
   std::string open(std::chrono::duration<double> duration, bool gzip, std::string& path);
@@ -58,6 +63,7 @@ class TraceWindows final : public profiler::TraceSink {
  private:
   void close_locked(std::uint64_t end_ns);
   void failed_locked(const std::exception& e);
+  void release_full_locked();
 
   std::mutex mutex_;
   int directory_fd_;
@@ -70,6 +76,8 @@ class TraceWindows final : public profiler::TraceSink {
   std::uint64_t records_ = 0;
   unsigned windows_written_ = 0;
   unsigned next_number_ = 1;
+  std::shared_ptr<profiler::KernelSampling> sampling_;
+  bool holding_full_ = false;  // this window asked sampling_ for every kernel
 };
 
 // The query of a /trace request, decoded; false (and `problem`) for a malformed escape or a
