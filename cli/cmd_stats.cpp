@@ -89,7 +89,9 @@ CUDASCOPE_COMMAND(stats, 31) {
   sub->add_option("inputs", options.paths,
                   "Traces: cudascope run's, torch.profiler's (Kineto) or any Chrome trace-event file (.json or .json.gz). "
                   "Several (one per rank, e.g. trace_*.json.gz), or rank summaries from --summary-out: per-rank and "
-                  "across-rank tables (step time, compute, communication, exposed communication, idle, slowest rank)")
+                  "across-rank tables (step time, compute, communication, exposed communication, idle, slowest rank; "
+                  "collectives per communicator, paired across ranks by process group and sequence number where the "
+                  "traces name them, else by order)")
       ->required();
   auto* csv = sub->add_flag("--csv", options.csv, "CSV instead of aligned tables");
   sub->add_flag("--json", options.json, "JSON instead of aligned tables")->excludes(csv);

@@ -2,6 +2,7 @@
 #include <cudascope/analysis/rank_merge.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace cudascope::analysis {
@@ -106,6 +107,125 @@ std::string missing_ranks_note(const std::vector<RankSummary>& summaries) {
          (missing > kListed ? ", ..." : "");
 }
 
+// "[0, 1]" -> {0, 1}; empty when not named, or cut short ("[0, 1, ..., 63]": PyTorch writes
+// at most 30 ranks).
+std::set<int> member_ranks(const std::string& members) {
+  std::set<int> ranks;
+  if (members.find("...") != std::string::npos) return ranks;
+  for (std::size_t i = 0; i < members.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(members[i]))) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < members.size() && std::isdigit(static_cast<unsigned char>(members[end]))) ++end;
+    ranks.insert(std::stoi(members.substr(i, end - i)));
+    i = end;
+  }
+  return ranks;
+}
+
+struct RankInput {
+  std::string label;
+  const RankSummary* summary;
+};
+
+// One communicator's paired collectives: their waits and which rank arrived last.
+class CommunicatorFigures {
+ public:
+  void add(const PairedCollective& p, const std::vector<RankInput>& inputs,
+           const std::vector<std::vector<CommunicatorCollectives>>& collectives) {
+    std::set<std::size_t> ranks_here;
+    std::int64_t longest = INT64_MIN, shortest = INT64_MAX;
+    std::size_t last = 0;
+    for (const auto& part : p.parts) {
+      ranks_here.insert(part.rank);
+      ranks_.insert(part.rank);
+      const CommunicatorCollectives& c = collectives[part.rank][part.communicator];
+      if (first_ == nullptr) first_ = &c;
+      const std::int64_t duration = c.end_ns[part.index] - c.start_ns[part.index];
+      longest = std::max(longest, duration);
+      if (duration < shortest) shortest = duration, last = part.rank;
+    }
+    items_.push_back({ranks_here.size(), longest, longest - shortest, inputs[last].label});
+  }
+
+  CommunicatorRow row(const std::string& name, const std::vector<RankInput>& inputs) const {
+    CommunicatorRow row;
+    row.communicator = name.empty() ? "all" : name;
+    row.description = first_ ? first_->description : "";
+    row.members = first_ ? first_->members : "";
+    for (std::size_t r : ranks_) row.ranks += (row.ranks.empty() ? "" : " ") + inputs[r].label;
+    std::vector<std::int64_t> longest, waits;
+    std::map<std::string, int> last_counts;
+    for (const Item& item : items_) {
+      if (item.ranks < ranks_.size() || ranks_.size() < 2) {
+        ++row.partial;
+        continue;
+      }
+      ++row.collectives;
+      longest.push_back(item.longest_ns);
+      waits.push_back(item.wait_ns);
+      row.wait_max_ns = std::max(row.wait_max_ns, item.wait_ns);
+      ++last_counts[item.last];
+    }
+    if (!longest.empty()) {
+      row.median_ns = median(longest);
+      row.wait_median_ns = median(waits);
+    }
+    for (const auto& [label, count] : last_counts) {
+      if (count > row.last_to_arrive_count) row.last_to_arrive = label, row.last_to_arrive_count = count;
+    }
+    return row;
+  }
+
+  // The inputs' ranks that ran the communicator's collectives but are not among the members
+  // the traces name for it.
+  std::vector<std::string> strangers(const std::vector<RankInput>& inputs) const {
+    const std::set<int> members = member_ranks(first_ ? first_->members : "");
+    std::vector<std::string> out;
+    if (members.empty()) return out;
+    for (std::size_t r : ranks_) {
+      if (members.count(inputs[r].summary->rank) == 0) out.push_back(inputs[r].label);
+    }
+    return out;
+  }
+
+ private:
+  struct Item {
+    std::size_t ranks;
+    std::int64_t longest_ns, wait_ns;
+    std::string last;
+  };
+  std::vector<Item> items_;
+  std::set<std::size_t> ranks_;
+  const CommunicatorCollectives* first_ = nullptr;
+};
+
+// Pairs the ranks' collectives (collective_pairing.h) and sums them up per communicator.
+void add_communicators(const std::vector<RankInput>& inputs, RankReport& report) {
+  std::vector<std::vector<CommunicatorCollectives>> collectives;
+  for (const RankInput& input : inputs) collectives.push_back(input.summary->communicators);
+  report.collective_pairing = pairing_rule(collectives);
+  std::map<std::string, CommunicatorFigures> by_name;
+  for (const PairedCollective& p : pair_collectives(collectives, report.collective_pairing)) {
+    by_name[p.communicator].add(p, inputs, collectives);
+  }
+  for (const auto& [name, figures] : by_name) {
+    report.communicators.push_back(figures.row(name, inputs));
+    for (const std::string& stranger : figures.strangers(inputs)) {
+      report.notes.push_back("communicator " + name + ": rank " + stranger + " ran its collectives but is not among its members " +
+                             report.communicators.back().members);
+    }
+  }
+  if (report.collective_pairing == CollectivePairing::order && report.communicators.size() == 1 &&
+      report.communicators.front().collectives > 0) {
+    report.notes.push_back(
+        "collectives paired by order: the traces name no process group and sequence number (torch.profiler's traces do); "
+        "with several process groups, a pair may join different groups' collectives");
+  }
+}
+
 }  // namespace
 
 RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries) {
@@ -118,7 +238,9 @@ RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries) {
     return ra < rb;
   });
   std::map<std::string, int> labels;
+  std::vector<RankInput> inputs;
   for (std::size_t i : order) {
+    inputs.push_back({summaries[i].rank >= 0 ? std::to_string(summaries[i].rank) : summaries[i].file, &summaries[i]});
     report.ranks.push_back(rank_row(summaries[i]));
     if (++labels[report.ranks.back().label] == 2) {
       report.notes.push_back("rank " + report.ranks.back().label + " appears in more than one input (" +
@@ -152,6 +274,7 @@ RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries) {
   }
   if (std::string missing = missing_ranks_note(summaries); !missing.empty()) report.notes.push_back(std::move(missing));
   if (!report.matched_by_name) report.notes.push_back("step names repeat within a rank: steps matched by their order");
+  add_communicators(inputs, report);
   return report;
 }
 

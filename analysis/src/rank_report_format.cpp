@@ -48,6 +48,22 @@ Rows step_rows(const RankReport& report) {
   return rows;
 }
 
+Rows communicator_rows(const RankReport& report) {
+  Rows rows{{"communicator", "description", "members", "ranks", "paired by", "collectives", "partial", "median ms",
+             "wait median ms", "wait max ms", "last to arrive"}};
+  const std::string rule = to_string(report.collective_pairing);
+  for (const CommunicatorRow& c : report.communicators) {
+    const std::string last = c.last_to_arrive.empty()
+                                 ? "-"
+                                 : c.last_to_arrive + " (" + std::to_string(c.last_to_arrive_count) + " of " +
+                                       std::to_string(c.collectives) + ")";
+    rows.push_back({c.communicator, c.description.empty() ? "-" : c.description, c.members.empty() ? "-" : c.members,
+                    c.ranks, rule, std::to_string(c.collectives), std::to_string(c.partial), ms(c.median_ns),
+                    ms(c.wait_median_ns), ms(c.wait_max_ns), last});
+  }
+  return rows;
+}
+
 std::string aligned(const Rows& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
@@ -89,6 +105,11 @@ std::string table(const RankReport& report) {
     out += aligned(step_rows(report));
     out += slowest_line(report);
   }
+  if (!report.communicators.empty()) {
+    out += std::string("\nCollectives across ranks (paired by ") + to_string(report.collective_pairing) +
+           "; wait: longest minus shortest kernel of a collective, the time its first rank waited for its last)\n";
+    out += aligned(communicator_rows(report));
+  }
   for (const std::string& note : report.notes) out += "note: " + note + "\n";
   return out;
 }
@@ -102,7 +123,8 @@ std::string csv_field(const std::string& text) {
 
 std::string csv(const RankReport& report) {
   std::string out;
-  for (const auto& [section, rows] : {std::pair{"rank", rank_rows(report)}, std::pair{"step", step_rows(report)}}) {
+  for (const auto& [section, rows] : {std::pair{"rank", rank_rows(report)}, std::pair{"step", step_rows(report)},
+                                      std::pair{"communicator", communicator_rows(report)}}) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       out += i == 0 ? "section" : section;
       for (const std::string& field : rows[i]) out += "," + csv_field(field);
@@ -156,7 +178,24 @@ std::string json(const RankReport& report) {
     util::append_json_string(out, label);
     out += ":" + std::to_string(n);
   }
-  out += "},\"notes\":[";
+  out += "},\"collectives_paired_by\":";
+  util::append_json_string(out, to_string(report.collective_pairing));
+  out += ",\"communicators\":[";
+  for (std::size_t i = 0; i < report.communicators.size(); ++i) {
+    const CommunicatorRow& c = report.communicators[i];
+    out += i == 0 ? "\n{\"communicator\":" : ",\n{\"communicator\":";
+    util::append_json_string(out, c.communicator);
+    for (const auto& [key, value] : {std::pair{"description", &c.description}, std::pair{"members", &c.members},
+                                     std::pair{"ranks", &c.ranks}, std::pair{"last_to_arrive", &c.last_to_arrive}}) {
+      out += std::string(",\"") + key + "\":";
+      util::append_json_string(out, *value);
+    }
+    out += ",\"collectives\":" + std::to_string(c.collectives) + ",\"partial\":" + std::to_string(c.partial) +
+           ",\"median_ns\":" + std::to_string(c.median_ns) + ",\"wait_median_ns\":" + std::to_string(c.wait_median_ns) +
+           ",\"wait_max_ns\":" + std::to_string(c.wait_max_ns) +
+           ",\"last_to_arrive_count\":" + std::to_string(c.last_to_arrive_count) + "}";
+  }
+  out += "],\"notes\":[";
   for (std::size_t i = 0; i < report.notes.size(); ++i) {
     if (i > 0) out += ',';
     util::append_json_string(out, report.notes[i]);

@@ -194,6 +194,7 @@ RankSummary summarize_rank(const TraceModel& model, const std::string& file, con
   for (const StepCandidate& c : outermost(std::move(*chosen))) {
     s.steps.push_back(times_over(g.devices, std::string(model.string(c.name)), c.start_ns, c.end_ns));
   }
+  s.communicators = collectives_by_communicator(model);
   return s;
 }
 

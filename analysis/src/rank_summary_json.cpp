@@ -43,6 +43,27 @@ void times_json(std::string& out, const StepTimes& t) {
   out += '}';
 }
 
+void numbers_json(std::string& out, const char* key, const std::vector<std::int64_t>& values) {
+  out += ",\"";
+  out += key;
+  out += "\":[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i == 0 ? "" : ",") + std::to_string(values[i]);
+  out += ']';
+}
+
+// Columns rather than an object a collective: a summary of thousands of collectives stays small.
+void communicator_json(std::string& out, const CommunicatorCollectives& c) {
+  out += "{\"name\":";
+  util::append_json_string(out, c.name);
+  member(out, "description", c.description);
+  member(out, "members", c.members);
+  out += std::string(",\"has_sequence\":") + (c.has_sequence ? "true" : "false");
+  numbers_json(out, "seq", c.seq);
+  numbers_json(out, "start_ns", c.start_ns);
+  numbers_json(out, "end_ns", c.end_ns);
+  out += '}';
+}
+
 // Reads one member; a missing one keeps the default, a mistyped one is an error.
 class Reader {
  public:
@@ -76,6 +97,29 @@ class Reader {
     integer(o, "copy_ns", t.copy_ns, where);
     integer(o, "idle_ns", t.idle_ns, where);
   }
+  void numbers(simdjson::dom::object o, const char* key, std::vector<std::int64_t>& out, const std::string& where) {
+    simdjson::dom::array array;
+    if (o[key].get_array().get(array)) return;
+    for (simdjson::dom::element e : array) {
+      std::int64_t value = 0;
+      if (e.get_int64().get(value)) return fail(where + "\"" + key + "\" holds a non-integer");
+      out.push_back(value);
+    }
+  }
+  void communicator(simdjson::dom::element e, CommunicatorCollectives& c, const std::string& where) {
+    simdjson::dom::object o;
+    if (e.get_object().get(o)) return fail(where + "is not an object");
+    text(o, "name", c.name, where);
+    text(o, "description", c.description, where);
+    text(o, "members", c.members, where);
+    bool has_sequence = true;
+    if (!o["has_sequence"].get_bool().get(has_sequence)) c.has_sequence = has_sequence;
+    numbers(o, "seq", c.seq, where);
+    numbers(o, "start_ns", c.start_ns, where);
+    numbers(o, "end_ns", c.end_ns, where);
+    if (c.seq.size() != c.start_ns.size() || c.end_ns.size() != c.start_ns.size())
+      fail(where + "\"seq\", \"start_ns\" and \"end_ns\" differ in length");
+  }
   void fail(const std::string& what) {
     if (error_.empty()) error_ = what;
   }
@@ -108,6 +152,11 @@ std::string rank_summary_json(const RankSummary& s) {
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     out += i == 0 ? "\n" : ",\n";
     times_json(out, s.steps[i]);
+  }
+  out += "],\"communicators\":[";
+  for (std::size_t i = 0; i < s.communicators.size(); ++i) {
+    out += i == 0 ? "\n" : ",\n";
+    communicator_json(out, s.communicators[i]);
   }
   out += "]}\n";
   return out;
@@ -161,6 +210,13 @@ RankSummaryReadResult parse_rank_summary(const std::string& text, const std::str
     for (simdjson::dom::element step : array) {
       s.steps.emplace_back();
       read.times(step, s.steps.back(), where + "step " + std::to_string(index++) + " ");
+    }
+  }
+  if (!o["communicators"].get_array().get(array)) {
+    std::size_t index = 0;
+    for (simdjson::dom::element c : array) {
+      s.communicators.emplace_back();
+      read.communicator(c, s.communicators.back(), where + "communicator " + std::to_string(index++) + " ");
     }
   }
   if (!result.error.empty()) result.summary = {};

@@ -6,7 +6,9 @@
 // them): memory is bounded by the largest single trace, not the sum.
 //
 // Steps are matched across ranks by name when every rank's step names are distinct
-// ("ProfilerStep#12" on each rank), else by their order.
+// ("ProfilerStep#12" on each rank), else by their order. Collectives are paired across ranks
+// by communicator and sequence number where the traces name them, else by order
+// (collective_pairing.h); the table of communicators says which.
 //
 // Thread-safety: free functions, no shared state.
 
@@ -45,9 +47,29 @@ struct StepRow {
   std::int64_t over_fastest_ns() const noexcept { return slowest_ns - fastest_ns; }
 };
 
+// One communicator's collectives across the ranks that ran them. A collective's kernel lasts
+// from when its rank arrived until the last rank of the group did (and the transfer), so
+// the longest minus the shortest kernel of one collective is how long the first to arrive
+// waited, and the rank with the shortest kernel arrived last.
+struct CommunicatorRow {
+  std::string communicator;     // the process group's name; "all" under order pairing
+  std::string description;      // "tp", "default_pg", ... ("" when not named)
+  std::string members;          // the group's ranks as the traces name them ("[0, 1]"; "" unknown)
+  std::string ranks;            // the inputs that ran its collectives, by label ("0 1")
+  int collectives = 0;          // paired on every one of those ranks
+  int partial = 0;              // found on some of them only
+  std::int64_t median_ns = 0;   // median over paired collectives of the longest kernel
+  std::int64_t wait_median_ns = 0;  // median of longest - shortest kernel
+  std::int64_t wait_max_ns = 0;
+  std::string last_to_arrive;   // the rank most often with the shortest kernel
+  int last_to_arrive_count = 0;
+};
+
 struct RankReport {
   std::vector<RankRow> ranks;   // by rank, then file
   std::vector<StepRow> steps;   // in step order
+  CollectivePairing collective_pairing = CollectivePairing::order;
+  std::vector<CommunicatorRow> communicators;  // by name; one "all" row under order pairing
   bool matched_by_name = true;
   std::map<std::string, int> slowest_counts;  // rank label -> steps in which it was slowest
   std::vector<std::string> notes;             // ranks with a different number of steps, ranks of the

@@ -28,6 +28,7 @@
 //
 // Thread-safety: free functions, no shared state.
 
+#include <cudascope/analysis/collective_pairing.h>
 #include <cudascope/analysis/trace_model.h>
 
 #include <cstdint>
@@ -67,6 +68,9 @@ struct RankSummary {
   std::int64_t kernels = 0;
   StepTimes total;           // "all": from the first to the last device activity
   std::vector<StepTimes> steps;  // in time order
+  // The communication kernels by communicator (collective_pairing.h), so the merge can pair
+  // each collective across ranks: three numbers a collective.
+  std::vector<CommunicatorCollectives> communicators;
 };
 
 struct RankSummaryOptions {

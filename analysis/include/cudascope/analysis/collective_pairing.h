@@ -1,0 +1,62 @@
+#pragma once
+// Which collectives of different ranks are one operation. torch.profiler's traces name each
+// NCCL kernel's process group and its sequence number on that group (the record_param_comms
+// op's "Process Group Name" and "Seq", which Kineto copies onto the kernel it launched), so
+// an operation is the same on every rank of its group by (group, sequence number). Without
+// sequence numbers: the k-th collective of each group. Without groups (cudascope's own
+// traces, which see NCCL's kernels but not PyTorch's process groups): the k-th
+// communication kernel of each rank, which is wrong as soon as two groups interleave
+// (tensor-parallel pairs and data-parallel pairs over the same ranks). Every table and view
+// that pairs collectives says which rule it used.
+//
+// Thread-safety: free functions, no shared state.
+
+#include <cudascope/analysis/trace_model.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cudascope::analysis {
+
+// One rank's collectives on one communicator, in start order.
+struct CommunicatorCollectives {
+  std::string name;         // "Process Group Name"; "" when the trace names no group
+  std::string description;  // "Process Group Description" ("default_pg", "tp", ...)
+  std::string members;      // "Process Group Ranks" as written ("[0, 1]"); "" when not named
+  bool has_sequence = true; // every collective carries "Seq"
+  std::vector<std::int64_t> seq;  // per collective: "Seq" (-1 when absent)
+  std::vector<std::int64_t> start_ns, end_ns;
+};
+
+// A trace's communication kernels (is_communication_kernel_event) by communicator: the
+// group and sequence number from the kernel's args, else from the record_param_comms op of
+// the same "External id" (the op that launched it). Kernels of no named group form one
+// communicator named "".
+std::vector<CommunicatorCollectives> collectives_by_communicator(const TraceModel& model);
+
+enum class CollectivePairing { communicator_and_sequence, communicator_and_order, order };
+// "communicator and sequence number", "communicator and order", "order".
+const char* to_string(CollectivePairing rule) noexcept;
+
+// The strongest rule every rank's collectives allow: communicator and sequence number when
+// every collective names both, communicator and order when every one names its group, else
+// order. Ranks without collectives do not weaken it.
+CollectivePairing pairing_rule(const std::vector<std::vector<CommunicatorCollectives>>& ranks);
+
+// One operation across ranks: its part on each rank that ran it.
+struct PairedCollective {
+  struct Part {
+    std::size_t rank = 0;          // index into the ranks given
+    std::size_t communicator = 0;  // index into that rank's communicators
+    std::size_t index = 0;         // index into that communicator's collectives
+  };
+  std::string communicator;  // the group's name; "" under order pairing
+  std::int64_t key = 0;      // the sequence number, or the position (order rules)
+  std::vector<Part> parts;   // by rank
+};
+// Pairs the ranks' collectives by `rule`; ordered by communicator, then key.
+std::vector<PairedCollective> pair_collectives(const std::vector<std::vector<CommunicatorCollectives>>& ranks,
+                                               CollectivePairing rule);
+
+}  // namespace cudascope::analysis
