@@ -6,6 +6,8 @@
 
 #include <cudascope/metrics/profile_metrics.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -208,4 +210,154 @@ TEST(ProfileMetricsTest, PromtoolAcceptsTheText) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   std::ofstream(std::string(dir) + "/live.txt") << text;
   EXPECT_EQ(std::system(("promtool check metrics < " + std::string(dir) + "/live.txt").c_str()), 0) << text;
+}
+
+// --- Sampled kernel records (profiler/kernel_sampling.h) -----------------------------------
+// The estimator on a known workload: a synthetic timeline of kernels, of which only those
+// starting inside the sampled windows reach the metrics (as CUPTI delivers only the kernels
+// launched while its kernel records are on), windows drawn by the sampler's own schedule.
+
+namespace {
+
+constexpr std::uint64_t kMs = 1'000'000;
+
+// The workload, 250 ms steps (four to each 1 s period, so a window at a fixed offset would
+// always see the same phase): "steady" every 97 us throughout; "burst" 300 kernels 100 us
+// apart in the first 30 ms of each step.
+struct Workload {
+  static constexpr std::uint64_t kStep = 250 * kMs;
+  static constexpr std::uint64_t kSteadyEvery = 97'000;
+  static constexpr std::uint64_t kBurstEvery = 100'000;
+  static constexpr std::uint64_t kBurstPerStep = 300;
+
+  // The kernels starting in [from, to).
+  static void kernels_in(std::uint64_t from, std::uint64_t to, std::vector<profiler::Record>& out) {
+    for (std::uint64_t t = (from + kSteadyEvery - 1) / kSteadyEvery * kSteadyEvery; t < to; t += kSteadyEvery) {
+      out.push_back(kernel("steady", t, 5'000));
+    }
+    for (std::uint64_t step = from / kStep * kStep; step < to; step += kStep) {
+      for (std::uint64_t i = 0; i < kBurstPerStep; ++i) {
+        const std::uint64_t t = step + i * kBurstEvery;
+        if (t >= from && t < to) out.push_back(kernel("burst", t, 20'000));
+      }
+    }
+  }
+  static std::uint64_t steady_until(std::uint64_t end) { return (end + kSteadyEvery - 1) / kSteadyEvery; }
+  static std::uint64_t burst_until(std::uint64_t end) { return end / kStep * kBurstPerStep; }  // end on a step
+};
+
+struct SampledRun {
+  std::vector<double> steady_per_window, burst_per_window;  // each window's own estimate of its period
+  std::vector<double> steady_estimates;                     // the exported estimate after each window
+  std::string last_text;
+};
+
+// `periods` periods of the workload through ProfileMetrics, sampled as the sampler would.
+SampledRun run_sampled(std::uint64_t periods, std::uint64_t& now) {
+  profiler::SamplingPlan plan;  // 50 ms in every 1 s
+  auto sampling = std::make_shared<profiler::KernelSampling>(plan, [&now] { return now; });
+  metrics::ProfileMetricsOptions o = options(10);
+  o.kernel_sampling = sampling;
+  metrics::ProfileMetrics live(o);
+  profiler::SamplingSchedule schedule(plan, 2024);
+  const auto period = static_cast<std::uint64_t>(plan.period.count());
+  const auto window = static_cast<std::uint64_t>(plan.slot().count());
+  SampledRun run;
+  sampling->begin(0);
+  for (std::uint64_t k = 0; k < periods; ++k) {
+    const std::uint64_t open = k * period + static_cast<std::uint64_t>(schedule.next_offset().count());
+    sampling->open(open, plan.weight());
+    std::vector<profiler::Record> seen;
+    Workload::kernels_in(open, open + window, seen);
+    sampling->close(open + window);
+    live.consume(seen.data(), seen.size());
+    live.flushed();
+    std::uint64_t steady = 0, burst = 0;
+    for (const auto& r : seen) (std::strcmp(r.u.kernel.name, "steady") == 0 ? steady : burst) += 1;
+    run.steady_per_window.push_back(static_cast<double>(steady * plan.weight()));
+    run.burst_per_window.push_back(static_cast<double>(burst * plan.weight()));
+    now = (k + 1) * period;
+    run.last_text = live.render();
+    run.steady_estimates.push_back(
+        total(parse_exposition(run.last_text), "cudascope_kernels_estimated_total", {{"kernel", "steady"}}));
+  }
+  return run;
+}
+
+// The standard error of the mean of the windows' own estimates: what the estimate's spread is.
+double standard_error(const std::vector<double>& per_window) {
+  double mean = 0, squares = 0;
+  for (double x : per_window) mean += x;
+  mean /= static_cast<double>(per_window.size());
+  for (double x : per_window) squares += (x - mean) * (x - mean);
+  return std::sqrt(squares / static_cast<double>(per_window.size() - 1) / static_cast<double>(per_window.size()));
+}
+
+}  // namespace
+
+// Stated bounds: a kernel running steadily is estimated within 1%. A bursty kernel locked to
+// the period's phase is the hard case: a window meets a burst or not (p = 4 of 20 slots), so
+// its estimate is binomial, with a relative standard error sqrt((1 - p) / (p K)) over K
+// periods (11.5% for K = 300, five minutes at the default plan; it shrinks as one over the
+// square root of the run's length). It must lie within four of those, and within four
+// standard errors of the sampled windows' own spread (which a reader can compute too).
+TEST(ProfileMetricsSamplingTest, ScaledEstimatesOfAKnownWorkloadAreWithinTheStatedError) {
+  constexpr std::uint64_t kPeriods = 300;
+  std::uint64_t now = 0;
+  const SampledRun run = run_sampled(kPeriods, now);
+  const auto samples = parse_exposition(run.last_text);
+  const double steady = total(samples, "cudascope_kernels_estimated_total", {{"kernel", "steady"}});
+  const double burst = total(samples, "cudascope_kernels_estimated_total", {{"kernel", "burst"}});
+  const auto steady_true = static_cast<double>(Workload::steady_until(now));
+  const auto burst_true = static_cast<double>(Workload::burst_until(now));
+  EXPECT_NEAR(steady, steady_true, 0.01 * steady_true);
+  const double burst_se = standard_error(run.burst_per_window) * kPeriods;
+  EXPECT_NEAR(burst, burst_true, 4 * burst_se) << "standard error " << burst_se;
+  const double p = 4.0 / 20.0;
+  EXPECT_NEAR(burst, burst_true, 4 * std::sqrt((1 - p) / (p * kPeriods)) * burst_true);
+  // GPU time is scaled alike: 5 us per steady kernel.
+  EXPECT_NEAR(total(samples, "cudascope_kernel_seconds_estimated_total", {{"kernel", "steady"}}), steady * 5e-6, 1e-9 * steady);
+}
+
+TEST(ProfileMetricsSamplingTest, EstimatesComeWithTheSamplingRatioAndNeverPassForCounts) {
+  std::uint64_t now = 0;
+  const SampledRun run = run_sampled(20, now);
+  const auto samples = parse_exposition(run.last_text);
+  EXPECT_EQ(series(samples, "cudascope_kernels_total"), 0u) << "no estimate under a count's name";
+  EXPECT_EQ(series(samples, "cudascope_kernel_seconds_total"), 0u);
+  EXPECT_GT(series(samples, "cudascope_kernels_estimated_total"), 0u);
+  EXPECT_DOUBLE_EQ(find_sample(samples, "cudascope_kernel_sampling_ratio", {}).value_or(-1), 0.05);
+  // The sample's size: every record seen, unscaled.
+  double seen = 0;
+  for (double x : run.steady_per_window) seen += x / 20;
+  for (double x : run.burst_per_window) seen += x / 20;
+  EXPECT_EQ(find_sample(samples, "cudascope_kernel_sampled_records_total", {{"device", "0"}}), seen);
+  for (std::size_t i = 1; i < run.steady_estimates.size(); ++i) {
+    EXPECT_GE(run.steady_estimates[i], run.steady_estimates[i - 1]) << "an estimate is a counter: it never decreases";
+  }
+  EXPECT_EQ(series(samples, "cudascope_kernel_launches_total"), 0u) << "launches are counted only when asked";
+  if (cudascope::testing::have_promtool()) {
+    const std::string path = ::testing::TempDir() + "/sampled_metrics.txt";
+    std::ofstream(path) << run.last_text;
+    EXPECT_EQ(std::system(("promtool check metrics < " + path + " > /dev/null").c_str()), 0) << run.last_text;
+  }
+}
+
+TEST(ProfileMetricsSamplingTest, KernelsOfAFullRecordingStretchCountOnceEach) {
+  std::uint64_t now = 0;
+  auto sampling = std::make_shared<profiler::KernelSampling>(profiler::SamplingPlan{}, [&now] { return now; });
+  metrics::ProfileMetricsOptions o = options(10);
+  o.kernel_sampling = sampling;
+  metrics::ProfileMetrics live(o);
+  sampling->begin(0);
+  sampling->open(100, 20);  // a sampled window
+  sampling->close(200);
+  sampling->open(1000, 1);  // a trace window asked for every kernel
+  std::vector<profiler::Record> records{kernel(kNames[0], 150, 10), kernel(kNames[0], 1100, 10), kernel(kNames[0], 1200, 10)};
+  live.consume(records.data(), records.size());
+  now = 2000;
+  const auto samples = parse_exposition(live.render());
+  EXPECT_EQ(find_sample(samples, "cudascope_kernels_estimated_total", {{"kernel", "alpha"}}), 22.0);
+  // On for 100 ns of the window and 1000 ns since the stretch began, of 2000 ns.
+  EXPECT_DOUBLE_EQ(find_sample(samples, "cudascope_kernel_sampling_ratio", {}).value_or(-1), 1100.0 / 2000.0);
 }

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
+#include <thread>
 #include <vector>
 
 using namespace cudascope;
@@ -299,4 +301,51 @@ TEST(SessionTest, ASecondConcurrentSessionIsRefusedAndExportNeedsAStoppedInMemor
   second.start();
   EXPECT_EQ(Session::current(), &second);
   second.stop();
+}
+
+// A metrics-only recording samples kernels (kernel_sampling.h); while a trace window asks for
+// every kernel, the sampler keeps kernel records on and each counts once.
+TEST(SessionTest, ASampledSessionRecordsEveryKernelWhileFullRecordingIsRequested) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  auto sampling = std::make_shared<KernelSampling>(SamplingPlan{});
+  sampling->request_full(true);
+  SessionOptions options = sim_options();
+  options.kernel_sampling = sampling;
+  Session session(options);
+  session.start();
+  // The sampler's thread switches kernel records on as it starts.
+  for (int i = 0; i < 5000 && !sampling->recording_kernels(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(sampling->recording_kernels());
+  cuda::Stream stream(0);
+  for (int i = 0; i < 3; ++i) cuda::busy_wait(std::chrono::microseconds(50), stream);
+  stream.synchronize();
+  sampling->request_full(false);
+  session.stop();
+  EXPECT_FALSE(sampling->recording_kernels()) << "kernel records end with the session";
+
+  MemorySink sink;
+  session.export_to(sink);
+  const auto kernels = of_kind(sink.records(), RecordKind::kKernel);
+  ASSERT_EQ(kernels.size(), 3u);
+  for (const Record& k : kernels) EXPECT_EQ(sampling->weight_at(k.start_ns), 1u);
+  EXPECT_GT(sampling->sampled_ratio(), 0.0);
+}
+
+TEST(SessionTest, EachSlotOfASamplingPeriodIsDrawnAlike) {
+  SamplingPlan plan;  // 50 ms in every 1 s: 20 slots
+  ASSERT_EQ(plan.slots(), 20);
+  EXPECT_EQ(plan.weight(), 20u);
+  SamplingSchedule schedule(plan, 7);
+  std::map<std::int64_t, int> drawn;
+  for (int i = 0; i < 20000; ++i) {
+    const auto offset = schedule.next_offset();
+    ASSERT_EQ(offset % plan.slot(), std::chrono::nanoseconds(0)) << "windows start on a slot";
+    ++drawn[offset / plan.slot()];
+  }
+  ASSERT_EQ(drawn.size(), 20u);
+  for (const auto& [slot, n] : drawn) EXPECT_NEAR(n, 1000, 150) << "slot " << slot;
+  // A window that does not divide its period is rounded to one that does.
+  plan.window = std::chrono::milliseconds(30);
+  EXPECT_EQ(plan.slots(), 33);
+  EXPECT_EQ(plan.slot() * plan.slots(), plan.period - plan.period % plan.slots());
 }
