@@ -3,6 +3,7 @@
 #include "snapshot_test_support.h"
 #include "stack_frames_fixture.h"
 
+#include <cudascope/gui/allocator_states.h>
 #include <cudascope/gui/block_table_model.h>
 #include <cudascope/gui/compare_model.h>
 #include <cudascope/gui/event_details_model.h>
@@ -118,6 +119,33 @@ TEST(GuiModelTest, BlockAndSegmentTablesAndAddressSearch) {
   EXPECT_EQ(inactive, want["inactive_bytes"].get<uint64_t>());
   blocks.sort(BlockTableModel::Size, Qt::DescendingOrder);
   EXPECT_EQ(blocks.index(0, BlockTableModel::Size).data(Qt::UserRole).toULongLong(), want["largest_free_block"].get<uint64_t>());
+}
+
+// The allocator-state tab's replay, through the model: the range, the final state (the only
+// one that knows requested sizes) and the line describing each state.
+TEST(GuiModelTest, AllocatorStatesReplayEveryEntryAndDescribeIt) {
+  auto loaded = load("snap_transformer_p4.pickle.gz");
+  AllocatorStates states(loaded);
+  ASSERT_LT(states.firstEntry(), states.lastEntry());
+  EXPECT_FALSE(states.hasEntry(states.firstEntry() - 1));
+  EXPECT_TRUE(states.hasEntry(states.lastEntry()));
+
+  const auto before = states.stateAfter(states.firstEntry() - 1);
+  EXPECT_EQ(before.entry, states.firstEntry() - 1);
+  EXPECT_FALSE(states.isFinal(before));
+  EXPECT_EQ(states.describe(before), "Before the first trace entry");
+
+  const auto first = states.stateAfter(states.firstEntry());
+  const auto& entry = loaded->snapshot->trace[std::size_t(first.entry)];
+  const auto action = analysis::action_name(entry.action);
+  EXPECT_TRUE(states.describe(first).startsWith(QString::fromUtf8(action.data(), int(action.size())) + "  " +
+                                                formatAddress(entry.addr)))
+      << states.describe(first).toStdString();
+  EXPECT_TRUE(states.describe(first).contains(" at 0.000 ms")) << "times count from the first entry";
+
+  const auto last = states.stateAfter(states.lastEntry() + 100);
+  EXPECT_EQ(last.entry, states.lastEntry()) << "clamped to the last entry";
+  EXPECT_TRUE(states.isFinal(last));
 }
 
 TEST(GuiModelTest, StackFiguresAndCompareModels) {

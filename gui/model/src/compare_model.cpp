@@ -4,6 +4,10 @@
 
 namespace cudascope::gui {
 
+void CompareModel::compare(const LoadedSnapshot& a, const LoadedSnapshot& b, analysis::GroupBy group) {
+  setComparison(analysis::compare_snapshots(*a.snapshot, *b.snapshot, group));
+}
+
 void CompareModel::setComparison(analysis::Comparison comparison) {
   beginResetModel();
   comparison_ = std::move(comparison);

@@ -4,6 +4,8 @@
 
 #include <cudascope/analysis/cpp_names.h>
 
+#include <QtConcurrent/QtConcurrentRun>
+
 namespace cudascope::gui {
 
 void RangeSummaryModel::setSummary(analysis::RangeSummary summary) {
@@ -62,6 +64,12 @@ QVariant RangeSummaryModel::headerData(int section, Qt::Orientation orientation,
   if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
   static const char* names[] = {"Kind", "Name", "Count", "Total / busy", "Mean", "Min", "Max", "Busy"};
   return section >= 0 && section < ColumnCount ? QVariant(QString(names[section])) : QVariant();
+}
+
+QFuture<analysis::RangeSummary> summarize_range_async(const TraceDocument& doc, qint64 t0, qint64 t1) {
+  const analysis::TraceModel* model = &doc.model();
+  const analysis::TimelineIndex* index = &doc.index();
+  return QtConcurrent::run([model, index, t0, t1] { return analysis::summarize_range(*model, *index, t0, t1); });
 }
 
 }  // namespace cudascope::gui

@@ -197,7 +197,7 @@ void SnapshotPage::setComparison(std::shared_ptr<const LoadedSnapshot> other, co
 void SnapshotPage::updateComparison() {
   if (!loaded_ || !compared_) return;
   const auto group = static_cast<analysis::GroupBy>(group_by_->currentData().toInt());
-  compare_->setComparison(analysis::compare_snapshots(*loaded_->snapshot, *compared_->snapshot, group));
+  compare_->compare(*loaded_, *compared_, group);
   const auto& c = compare_->comparison();
   compare_label_->setText(tr("A = %1 (%2 live)   B = %3 (%4 live)   growth %5")
                               .arg(QFileInfo(path_).fileName(), formatBytes(c.total_a), QFileInfo(compared_path_).fileName(),

@@ -21,7 +21,6 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 
@@ -155,9 +154,7 @@ void TracePage::summarize(qint64 t0, qint64 t1) {
   if (doc_->following()) doc_->setFollowing(false), resume_follow_ = true;
   panels_->setTabText(1, tr("Range summary: computing..."));
   panels_->setCurrentIndex(1);
-  const analysis::TraceModel* model = &doc_->model();
-  const analysis::TimelineIndex* index = &doc_->index();
-  summarizing_.setFuture(QtConcurrent::run([model, index, t0, t1] { return analysis::summarize_range(*model, *index, t0, t1); }));
+  summarizing_.setFuture(summarize_range_async(*doc_, t0, t1));
 }
 
 void TracePage::updateStatus() {

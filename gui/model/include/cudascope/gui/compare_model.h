@@ -3,6 +3,7 @@
 // Qt::UserRole holds raw numbers (the delta as qlonglong).
 
 #include <cudascope/analysis/compare.h>
+#include <cudascope/gui/loaded_snapshot.h>
 
 #include <QAbstractTableModel>
 
@@ -14,6 +15,8 @@ class CompareModel : public QAbstractTableModel {
   enum Column { Frame, BytesA, BytesB, Delta, CountA, CountB, ColumnCount };
   using QAbstractTableModel::QAbstractTableModel;
   void setComparison(analysis::Comparison comparison);
+  // Compares snapshot `a` with `b` (analysis::compare_snapshots) and shows the result.
+  void compare(const LoadedSnapshot& a, const LoadedSnapshot& b, analysis::GroupBy group);
   const analysis::Comparison& comparison() const { return comparison_; }
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

@@ -4,6 +4,9 @@
 // Qt::UserRole holds raw numbers (counts, nanoseconds, the busy fraction).
 
 #include <cudascope/analysis/timeline_summary.h>
+#include <cudascope/gui/trace_document.h>
+
+#include <QFuture>
 
 #include <QAbstractTableModel>
 
@@ -28,5 +31,10 @@ class RangeSummaryModel : public QAbstractTableModel {
  private:
   analysis::RangeSummary summary_;
 };
+
+// The summary of [t0, t1) (ns) of the document's trace, computed on a worker thread. The
+// document must outlive the future and not follow its file meanwhile (the summary reads the
+// model and its index, which following appends to).
+QFuture<analysis::RangeSummary> summarize_range_async(const TraceDocument& doc, qint64 t0, qint64 t1);
 
 }  // namespace cudascope::gui

@@ -1,6 +1,6 @@
 #pragma once
 // The allocator-state tab: a slider over the trace entries of the shown device and the
-// state after the selected entry, from checkpointed incremental replay (AllocatorReplay).
+// state after the selected entry, from the model's AllocatorStates (checkpointed replay).
 
 #include <cudascope/gui/loaded_snapshot.h>
 
@@ -13,12 +13,9 @@ class QScrollArea;
 class QSlider;
 class QSpinBox;
 
-namespace cudascope::analysis {
-class AllocatorReplay;
-}
-
 namespace cudascope::gui {
 
+class AllocatorStates;
 class AllocatorStateView;
 
 class AllocatorStatePage : public QWidget {
@@ -37,7 +34,7 @@ class AllocatorStatePage : public QWidget {
 
  private:
   std::shared_ptr<const LoadedSnapshot> loaded_;
-  std::unique_ptr<analysis::AllocatorReplay> replay_;
+  std::unique_ptr<AllocatorStates> states_;
   QSlider* slider_;
   QSpinBox* spin_;
   QLabel* entry_label_;
