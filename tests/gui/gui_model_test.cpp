@@ -17,6 +17,7 @@
 #include <cudascope/gui/stack_model.h>
 #include <cudascope/analysis/cpp_names.h>
 #include <cudascope/analysis/loader.h>
+#include <cudascope/analysis/trace_loader.h>
 #include <cudascope/gui/trace_loader.h>
 #include <cudascope/gui/trace_table_model.h>
 
@@ -524,7 +525,8 @@ TEST(GuiModelTest, RankTracesOfDifferentHostsOpenAsOneAlignedTimeline) {
   EXPECT_EQ(ranks[1].alignment.offset_ns, -2'500'000) << "the known offset is recovered";
   EXPECT_EQ(ranks[1].alignment.error_ns, 0);
   EXPECT_EQ(ranks[1].alignment.collectives, 3) << "nccl* by name and \"communication\": true";
-  EXPECT_EQ(ranks[1].clockText(), "rank 1 aligned to rank 0: offset -2500.000 us ± 0.000 us (3 collectives)");
+  EXPECT_EQ(ranks[1].clockText(), "rank 1 aligned to rank 0: offset -2500.000 us ± 0.000 us (3 collectives paired by order)");
+  EXPECT_EQ(ranks[1].pairingText(), "collectives paired by order (the traces do not all name their process groups)");
 
   // Both ranks' events, rank 1's on rank 0's clock.
   const auto* mm0 = find_event(doc, "aten::mm rank0");
@@ -577,6 +579,72 @@ TEST(GuiModelTest, RankTracesOfDifferentHostsOpenAsOneAlignedTimeline) {
   EXPECT_EQ(a.offset_ns, -2'500'000);
   EXPECT_EQ(a.error_ns, 0);  // median absolute deviation of (0, 3 us, 0)
   EXPECT_EQ(a.spread_ns, 3'000);
+}
+
+// A rank of tensor-parallel pairs {0,1},{2,3} and data-parallel pairs {0,2},{1,3}, each on its
+// own host: NCCL kernels naming their group and sequence number (as torch.profiler's do), the
+// pairs {2,3} broadcasting on their group before each step (so the k-th kernels of rank 0
+// and rank 2 are different operations). Every operation ends at one instant of rank 0's
+// clock, which this host's runs `shift_ns` ahead of.
+std::string tp_dp_rank_trace(int rank, std::int64_t shift_ns) {
+  auto us = [](std::int64_t ns) { return std::to_string(ns / 1000) + "." + std::to_string(ns % 1000 + 1000).substr(1); };
+  const std::string tp = rank < 2 ? "1" : "2", dp = rank % 2 == 0 ? "3" : "4";
+  const std::string tp_members = rank < 2 ? "[0, 1]" : "[2, 3]", dp_members = rank % 2 == 0 ? "[0, 2]" : "[1, 3]";
+  std::string t = "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0,\"name\":\"H100\"}],\"distributedInfo\":{\"backend\":"
+                  "\"nccl\",\"rank\":" + std::to_string(rank) + ",\"world_size\":4,\"host\":\"node-" + std::to_string(rank) +
+                  "\"},\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"GPU 0\"}}";
+  std::map<std::string, int> seq;
+  auto collective = [&](const std::string& group, const std::string& members, std::int64_t end_ns) {
+    const std::int64_t start_ns = end_ns - 40'000 - rank * 7'000;
+    t += ",\n{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":13,\"ts\":" +
+         us(start_ns + shift_ns) + ",\"dur\":" + us(end_ns - start_ns) + ",\"args\":{\"Collective name\":\"allreduce\","
+         "\"Process Group Name\":\"" + group + "\",\"Process Group Ranks\":\"" + members + "\",\"Seq\":" +
+         std::to_string(++seq[group]) + "}}";
+  };
+  for (int step = 0; step < 3; ++step) {
+    // Each group's operations end at instants of their own, so a wrong pair shows as an offset.
+    const std::int64_t at = 10'000'000 + step * 1'000'000;
+    if (rank >= 2) collective(tp, tp_members, at + 50'000);
+    collective(tp, tp_members, at + (rank < 2 ? 100'000 : 130'000));
+    collective(dp, dp_members, at + (rank % 2 == 0 ? 300'000 : 370'000));
+  }
+  return t + "\n]}\n";
+}
+
+TEST(GuiModelTest, RankClocksAlignOnCollectivesPairedByGroupAndSequence) {
+  QTemporaryDir dir;
+  const std::int64_t shifts[] = {0, 1'500'000, -700'000, 2'250'000};
+  QStringList paths;
+  for (int r = 0; r < 4; ++r)
+    paths << write_file(dir, QStringLiteral("kineto_%1.json").arg(r), tp_dp_rank_trace(r, shifts[r]));
+  auto opened = open_together(paths);
+  ASSERT_TRUE(opened.errors.isEmpty()) << opened.errors.join("; ").toStdString();
+  ASSERT_EQ(opened.docs.size(), 1u);
+  const auto& ranks = opened.docs.front()->rankGroups();
+  ASSERT_EQ(ranks.size(), 4u);
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_EQ(ranks[r].clock, RankGroup::Clock::aligned) << r;
+    EXPECT_EQ(ranks[r].alignment.offset_ns, -shifts[r]) << "rank " << r << ": " << ranks[r].clockText().toStdString();
+    EXPECT_EQ(ranks[r].alignment.error_ns, 0) << r;
+    EXPECT_EQ(ranks[r].alignment.pairing, analysis::CollectivePairing::communicator_and_sequence);
+  }
+  EXPECT_EQ(ranks[1].alignment.collectives, 3) << "rank 0 and 1 share only their tensor-parallel group";
+  EXPECT_EQ(ranks[2].alignment.collectives, 3) << "rank 0 and 2 share only their data-parallel group";
+  EXPECT_EQ(ranks[3].alignment.via_rank, 1) << "rank 3 shares no group with rank 0";
+  EXPECT_EQ(ranks[3].clockText(),
+            "rank 3 aligned to rank 0 through rank 1: offset -2250.000 us ± 0.000 us (3 collectives paired by communicator "
+            "and sequence number)");
+  EXPECT_EQ(ranks[2].pairingText(), "collectives paired by communicator and sequence number: 2 ([2, 3]), 3 ([0, 2])");
+  EXPECT_TRUE(ranks[0].headerText().endsWith("; " + ranks[0].pairingText())) << ranks[0].headerText().toStdString();
+
+  // By order, rank 2's first kernel (its pair's broadcast) would meet rank 0's first all-reduce.
+  auto rank0 = analysis::load_trace_text(tp_dp_rank_trace(0, shifts[0]), "rank 0");
+  auto rank2 = analysis::load_trace_text(tp_dp_rank_trace(2, shifts[2]), "rank 2");
+  ASSERT_TRUE(rank0.ok() && rank2.ok());
+  const auto order = align_on_paired_collectives(analysis::collectives_by_communicator(*rank0.model),
+                                                 analysis::collectives_by_communicator(*rank2.model),
+                                                 analysis::CollectivePairing::order);
+  EXPECT_NE(order.offset_ns, -shifts[2]) << "order pairing gets rank 2's clock wrong";
 }
 
 TEST(GuiModelTest, RankTracesOfOneHostShareOneClock) {

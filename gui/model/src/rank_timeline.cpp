@@ -1,6 +1,5 @@
 #include <cudascope/gui/rank_timeline.h>
 
-#include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_loader.h>
 #include <cudascope/util/json_escape.h>
 
@@ -45,19 +44,6 @@ void append_us(std::string& out, std::int64_t ns) {
 
 }  // namespace
 
-std::vector<std::int64_t> collective_ends(const TraceModel& model) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> found;  // (start, end)
-  for (std::size_t i = 0; i < model.event_count(); ++i) {
-    const auto& e = model.event(i);
-    if (analysis::is_communication_kernel_event(model, e)) found.emplace_back(e.ts_ns, e.end_ns());
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::int64_t> ends;
-  ends.reserve(found.size());
-  for (const auto& f : found) ends.push_back(f.second);
-  return ends;
-}
-
 ClockAlignment align_on_collectives(const std::vector<std::int64_t>& reference_ends, const std::vector<std::int64_t>& ends) {
   ClockAlignment a;
   const std::size_t n = std::min(reference_ends.size(), ends.size());
@@ -72,6 +58,30 @@ ClockAlignment align_on_collectives(const std::vector<std::int64_t>& reference_e
   std::vector<std::int64_t> deviations(n);
   for (std::size_t k = 0; k < n; ++k) deviations[k] = diffs[k] >= a.offset_ns ? diffs[k] - a.offset_ns : a.offset_ns - diffs[k];
   a.error_ns = median(std::move(deviations));
+  return a;
+}
+
+ClockAlignment align_on_paired_collectives(const std::vector<analysis::CommunicatorCollectives>& reference,
+                                           const std::vector<analysis::CommunicatorCollectives>& rank,
+                                           analysis::CollectivePairing rule) {
+  std::vector<std::int64_t> reference_ends, ends;
+  std::set<std::string> reference_names, names;
+  for (const auto& c : reference) reference_names.insert(c.name);
+  for (const auto& c : rank) names.insert(c.name);
+  bool one_sided = false;
+  for (const auto& paired : analysis::pair_collectives({reference, rank}, rule)) {
+    const auto& first = paired.parts.front();
+    const auto& last = paired.parts.back();
+    if (first.rank == 0 && last.rank == 1) {
+      reference_ends.push_back(reference[first.communicator].end_ns[first.index]);
+      ends.push_back(rank[last.communicator].end_ns[last.index]);
+    } else if (reference_names.count(paired.communicator) && names.count(paired.communicator)) {
+      one_sided = true;  // a group both ran, but this collective on one of them only
+    }
+  }
+  ClockAlignment a = align_on_collectives(reference_ends, ends);
+  a.counts_differ = one_sided;
+  a.pairing = rule;
   return a;
 }
 
@@ -99,11 +109,12 @@ QString RankGroup::clockText() const {
                  ? QStringLiteral("rank %1: same host as rank %2, one clock").arg(rank).arg(reference_rank)
                  : QStringLiteral("rank %1: one host, one clock").arg(rank);
     case Clock::aligned: {
-      QString text = QStringLiteral("rank %1 aligned to rank %2: offset %3 ± %4 (%5 collectives)")
-                         .arg(rank)
-                         .arg(reference_rank)
-                         .arg(micros(alignment.offset_ns), micros(alignment.error_ns))
-                         .arg(alignment.collectives);
+      QString text = QStringLiteral("rank %1 aligned to rank %2").arg(rank).arg(reference_rank);
+      if (alignment.via_rank >= 0) text += QStringLiteral(" through rank %1").arg(alignment.via_rank);
+      text += QStringLiteral(": offset %1 ± %2 (%3 collectives paired by %4)")
+                  .arg(micros(alignment.offset_ns), micros(alignment.error_ns))
+                  .arg(alignment.collectives)
+                  .arg(QString::fromLatin1(analysis::to_string(alignment.pairing)));
       if (alignment.counts_differ) text += QStringLiteral("; the ranks ran different numbers of collectives");
       return text;
     }
@@ -113,6 +124,19 @@ QString RankGroup::clockText() const {
           .arg(reference_rank);
   }
   return {};
+}
+
+QString RankGroup::pairingText() const {
+  if (communicators.isEmpty()) return {};
+  const QString rule = QString::fromLatin1(analysis::to_string(pairing));
+  if (pairing == analysis::CollectivePairing::order)
+    return QStringLiteral("collectives paired by order (the traces do not all name their process groups)");
+  return QStringLiteral("collectives paired by %1: %2").arg(rule, communicators.join(QStringLiteral(", ")));
+}
+
+QString RankGroup::headerText() const {
+  const QString pairing_text = pairingText();
+  return pairing_text.isEmpty() ? clockText() : clockText() + QStringLiteral("; ") + pairing_text;
 }
 
 std::vector<std::vector<std::size_t>> rank_sets(const std::vector<const TraceModel*>& models) {
@@ -132,29 +156,74 @@ std::vector<std::vector<std::size_t>> rank_sets(const std::vector<const TraceMod
   return sets;
 }
 
+namespace {
+
+QStringList communicator_names(const std::vector<analysis::CommunicatorCollectives>& communicators) {
+  QStringList names;
+  for (const auto& c : communicators) {
+    if (c.name.empty()) continue;
+    QString text = QString::fromStdString(c.name);
+    QStringList about;
+    if (!c.description.empty()) about << QString::fromStdString(c.description);
+    if (!c.members.empty()) about << QString::fromStdString(c.members);
+    if (!about.isEmpty()) text += QStringLiteral(" (%1)").arg(about.join(' '));
+    names << text;
+  }
+  return names;
+}
+
+// A rank that shares no group with the reference: aligned through the lowest rank before it
+// that is on the reference's clock (aligned, or the reference's host) and shares a group.
+ClockAlignment align_through(const std::vector<RankGroup>& groups,
+                             const std::vector<std::vector<analysis::CommunicatorCollectives>>& collectives, std::size_t i,
+                             analysis::CollectivePairing rule) {
+  for (std::size_t j = 1; j < i; ++j) {
+    const RankGroup& via = groups[j];
+    if (via.clock == RankGroup::Clock::unaligned || via.clock == RankGroup::Clock::reference) continue;
+    ClockAlignment a = align_on_paired_collectives(collectives[j], collectives[i], rule);
+    if (a.collectives == 0) continue;
+    const bool via_aligned = via.clock == RankGroup::Clock::aligned;
+    a.offset_ns += via_aligned ? via.alignment.offset_ns : 0;
+    a.error_ns += via_aligned ? via.alignment.error_ns : 0;
+    a.via_rank = via.rank;
+    return a;
+  }
+  return {};
+}
+
+}  // namespace
+
 std::vector<RankGroup> plan_clocks(const std::vector<RankSource>& unsorted) {
   std::vector<RankSource> sources = unsorted;
   std::stable_sort(sources.begin(), sources.end(), [](const RankSource& a, const RankSource& b) { return a.model->rank < b.model->rank; });
   std::vector<RankGroup> groups;
   std::vector<std::string> hosts;
-  for (const auto& s : sources) hosts.push_back(s.model->host);
+  std::vector<std::vector<analysis::CommunicatorCollectives>> collectives;
+  for (const auto& s : sources) {
+    hosts.push_back(s.model->host);
+    collectives.push_back(analysis::collectives_by_communicator(*s.model));
+  }
   const bool same = one_host(hosts);
-  std::vector<std::int64_t> reference_ends;
+  const analysis::CollectivePairing rule = analysis::pairing_rule(collectives);
   for (std::size_t i = 0; i < sources.size(); ++i) {
     RankGroup g;
     g.rank = sources[i].model->rank;
     g.host = sources[i].model->host;
     g.path = sources[i].path;
     g.reference_rank = sources.front().model->rank;
+    g.pairing = rule;
+    g.communicators = communicator_names(collectives[i]);
+    if (g.communicators.isEmpty() && !collectives[i].empty()) g.communicators << QStringLiteral("all");
     if (same) {
       g.clock = RankGroup::Clock::one_clock;
     } else if (i == 0) {
       g.clock = RankGroup::Clock::reference;
-      reference_ends = collective_ends(*sources[i].model);
     } else if (!g.host.empty() && g.host == sources.front().model->host) {
       g.clock = RankGroup::Clock::one_clock;  // the reference's own host: its clock
     } else {
-      g.alignment = align_on_collectives(reference_ends, collective_ends(*sources[i].model));
+      g.alignment = align_on_paired_collectives(collectives.front(), collectives[i], rule);
+      if (g.alignment.collectives == 0) g.alignment = align_through(groups, collectives, i, rule);
+      g.alignment.pairing = rule;
       g.clock = g.alignment.collectives > 0 ? RankGroup::Clock::aligned : RankGroup::Clock::unaligned;
     }
     groups.push_back(std::move(g));

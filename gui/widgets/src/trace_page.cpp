@@ -172,6 +172,8 @@ void TracePage::updateStatus() {
       if (rank.clock == RankGroup::Clock::aligned || rank.clock == RankGroup::Clock::unaligned) text += "; " + rank.clockText();
     if (std::all_of(ranks.begin(), ranks.end(), [](const RankGroup& r) { return r.clock == RankGroup::Clock::one_clock; }))
       text += tr(" on one host (one clock)");
+    if (!ranks.empty())
+      text += tr("; collectives paired across ranks by %1").arg(QString::fromLatin1(analysis::to_string(ranks.front().pairing)));
   }
   for (const auto& note : m.notes) text += "; " + QString::fromStdString(note);
   status_->setText(text);

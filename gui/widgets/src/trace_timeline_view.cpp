@@ -329,7 +329,7 @@ void TraceTimelineView::paintAll(QPainter& p, QSize size) {
     p.setPen(kDim);
     const QRect clock_rect(kLabelWidth + 6, top, std::max(0, size.width() - kLabelWidth - 12), kGroupHeader);
     p.drawText(clock_rect, Qt::AlignLeft | Qt::AlignVCenter,
-               p.fontMetrics().elidedText(group.clockText(), Qt::ElideRight, clock_rect.width()));
+               p.fontMetrics().elidedText(group.headerText(), Qt::ElideRight, clock_rect.width()));
     p.setPen(kGrid);
     p.drawLine(0, top + kGroupHeader - 1, size.width(), top + kGroupHeader - 1);
   }
