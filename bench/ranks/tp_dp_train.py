@@ -1,0 +1,142 @@
+"""Tensor- and data-parallel training over NCCL on four GPUs, for run_tp_dp_check.sh.
+
+Four ranks form tensor-parallel (TP) pairs {0,1},{2,3} and data-parallel (DP) pairs {0,2},{1,3}
+(dist.new_group for each; every rank creates all four, in the same order, as PyTorch requires).
+Each step: a Megatron-style MLP whose first linear is split by columns and second by rows over
+the TP pair (an all-reduce of the activations forward and of their gradient backward), then one
+all-reduce of the flattened gradients over the DP pair. The TP pair {2,3} also broadcasts its
+batch from its first rank each step (a loader feeding one rank of the pair), so the k-th
+collective of rank 0 and of rank 2 are different operations: only pairing by process group
+and sequence number matches them right.
+
+Each step is an NVTX range "step N"; with --kineto PATTERN each rank also records a
+torch.profiler trace (ProfilerStep#N, record_param_comms with the process group and "Seq"),
+PATTERN's %r replaced by the rank.
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+TP_PAIRS = ([0, 1], [2, 3])
+DP_PAIRS = ([0, 2], [1, 3])
+
+
+def new_group(ranks, desc):
+    try:
+        return dist.new_group(ranks, group_desc=desc)
+    except TypeError:  # releases before group_desc
+        return dist.new_group(ranks)
+
+
+class CopyToTensorParallel(torch.autograd.Function):
+    """Identity forward; all-reduce of the gradient over the TP group backward."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        dist.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
+class ReduceFromTensorParallel(torch.autograd.Function):
+    """All-reduce over the TP group forward; identity backward."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        x = x.contiguous()
+        dist.all_reduce(x, group=group)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class TensorParallelMLP(torch.nn.Module):
+    def __init__(self, width, tp_size, tp_group):
+        super().__init__()
+        self.group = tp_group
+        self.up = torch.nn.Linear(width, 4 * width // tp_size)    # split by columns
+        self.down = torch.nn.Linear(4 * width // tp_size, width)  # split by rows
+
+    def forward(self, x):
+        x = CopyToTensorParallel.apply(x, self.group)
+        return ReduceFromTensorParallel.apply(self.down(torch.relu(self.up(x))), self.group)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--width", type=int, default=2048)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--kineto", default="", help="torch.profiler trace per rank, e.g. out/kineto_%%r.json")
+    args = p.parse_args()
+
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if world != 4:
+        raise SystemExit(f"tp_dp_train.py needs 4 ranks (torchrun --nproc-per-node 4), got {world}")
+    # Every rank creates every group, in one order: the groups' names ("1".."4") agree across ranks.
+    tp_groups = [new_group(r, "tp") for r in TP_PAIRS]
+    dp_groups = [new_group(r, "dp") for r in DP_PAIRS]
+    tp_index, dp_index = rank // 2, rank % 2
+    tp, dp = tp_groups[tp_index], dp_groups[dp_index]
+
+    torch.manual_seed(1234 + tp_index)  # the TP pair's shards differ; DP replicas start equal
+    model = torch.nn.Sequential(*[TensorParallelMLP(args.width, 2, tp) for _ in range(args.layers)]).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(args.batch, args.width, device="cuda")
+
+    def step(i):
+        torch.cuda.nvtx.range_push(f"step {i}")
+        if tp_index == 1:  # the pair {2,3}: its first rank's batch goes to both
+            dist.broadcast(x, src=TP_PAIRS[1][0], group=tp)
+        model(x).square().mean().backward()
+        grads = [p.grad for p in model.parameters()]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat, group=dp)
+        flat /= 2
+        offset = 0
+        for g in grads:
+            g.copy_(flat[offset:offset + g.numel()].view_as(g))
+            offset += g.numel()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+
+    for i in range(2):  # warm-up: NCCL communicators of both groups, cuBLAS handles
+        step(-1 - i)
+    started = time.perf_counter()
+    if args.kineto:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                     schedule=schedule(wait=0, warmup=1, active=args.steps - 1)) as prof:
+            for i in range(args.steps):
+                step(i)
+                prof.step()
+        prof.export_chrome_trace(args.kineto.replace("%r", str(rank)))
+    else:
+        for i in range(args.steps):
+            step(i)
+    elapsed = time.perf_counter() - started
+    print(f"rank {rank} (tp {TP_PAIRS[tp_index]}, dp {DP_PAIRS[dp_index]}): {args.steps} steps in "
+          f"{elapsed * 1e3:.1f} ms", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
