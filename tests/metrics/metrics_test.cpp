@@ -80,6 +80,26 @@ std::string live_metrics_text() {
   return live.render();
 }
 
+// The live metrics of a metrics-only recording, whose kernel records are sampled: the
+// estimate families, the sampling ratio, and the exact launch count as formatted when CUPTI
+// gave its launch callback.
+std::string sampled_live_metrics_text() {
+  namespace profiler = cudascope::profiler;
+  auto sampling = std::make_shared<profiler::KernelSampling>(profiler::SamplingPlan{});
+  sampling->set_counting_launches(true);
+  sampling->begin(0);
+  sampling->open(0, sampling->plan().weight());
+  metrics::ProfileMetricsOptions options;
+  options.label_nvtx = true;
+  options.kernel_sampling = sampling;
+  metrics::ProfileMetrics live(options);
+  profiler::Record kernel = profiler::make_device_record(profiler::RecordKind::kKernel, 0, 1, 10, 20, 1);
+  kernel.u.kernel.name = "step_kernel";
+  live.consume(&kernel, 1);
+  live.flushed();
+  return live.render();
+}
+
 // A device's telemetry with every figure NVML can give present.
 cuda::DeviceTelemetry every_device_figure() {
   cuda::DeviceTelemetry t = cuda::device_telemetry(0);
@@ -348,6 +368,7 @@ TEST(GrafanaDashboardTest, EveryMetricItQueriesIsExported) {
   std::set<std::string> exported;
   for (const auto& sample : parse_exposition(metrics::render_metrics())) exported.insert(sample.name);
   for (const auto& sample : parse_exposition(live_metrics_text())) exported.insert(sample.name);
+  for (const auto& sample : parse_exposition(sampled_live_metrics_text())) exported.insert(sample.name);
   // Figures only a GPU gives (NVML on Hopper: GPM, NVLink, XID events), as the exporter
   // formats them when the device reports them.
   for (const auto& sample : parse_exposition(metrics::render_device_health(every_device_figure()))) {
