@@ -1,0 +1,123 @@
+"""The two PyTorch loops run_overhead_bench.py times, in one process, each timed inside the
+script (start-up, model building and warm-up excluded):
+
+  mlp          launch-bound: a 6-layer MLP trained with Adam, small enough that the host's
+               launches, not the GPU, set the pace (about 60 kernels a step)
+  transformer  compute-bound: a transformer encoder training step (TF32 matmuls), the GPU
+               busy throughout
+
+Prints one line: OVERHEAD_BENCH {"mlp_seconds": ..., "transformer_seconds": ...}.
+--torch-profiler cuda|cpu,cuda records both timed loops with torch.profiler (started before
+the clock starts; the process ends once the timing is printed, without processing the
+profiler's events, which is not timed either way, as cudascope's trace writing at exit is not).
+--scrape-port P --scrape-out FILE: after the loops, waits for the recording's periodic flush
+to deliver the last kernel records, then saves this process's live metrics (served by the
+cudascope injection library on 127.0.0.1:P) to FILE."""
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.request
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--mlp-steps", type=int, default=1000)
+parser.add_argument("--transformer-steps", type=int, default=30)
+parser.add_argument("--torch-profiler", choices=["cuda", "cpu,cuda"], default=None)
+parser.add_argument("--scrape-port", type=int, default=0)
+parser.add_argument("--scrape-out", default=None)
+args = parser.parse_args()
+
+torch.manual_seed(0)
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+device = "cuda"
+
+
+def mlp_workload():
+    layers = []
+    for _ in range(6):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(256, 10)).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(64, 256, device=device)
+    y = torch.randint(0, 10, (64,), device=device)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def transformer_workload():
+    layer = nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=6).to(device)
+    head = nn.Linear(1024, 1000).to(device)
+    params = list(model.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    x = torch.randn(16, 512, 1024, device=device)
+    y = torch.randint(0, 1000, (16, 512), device=device)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        logits = head(model(x))
+        loss = loss_fn(logits.reshape(-1, 1000), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def timed(step, steps):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+mlp_step = mlp_workload()
+transformer_step = transformer_workload()
+for _ in range(20):
+    mlp_step()
+for _ in range(3):
+    transformer_step()
+torch.cuda.synchronize()
+
+profiler = None
+if args.torch_profiler:
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CUDA]
+    if args.torch_profiler == "cpu,cuda":
+        activities.insert(0, ProfilerActivity.CPU)
+    profiler = profile(activities=activities)
+    profiler.__enter__()
+mlp_seconds = timed(mlp_step, args.mlp_steps)
+transformer_seconds = timed(transformer_step, args.transformer_steps)
+result = "OVERHEAD_BENCH " + json.dumps({"mlp_seconds": mlp_seconds, "transformer_seconds": transformer_seconds})
+if profiler is not None:
+    # Only the timing is wanted: turning the events into torch.profiler's tables would take
+    # longer than the loops (and is not timed either way), so the process ends here.
+    print(result, flush=True)
+    os._exit(0)
+
+if args.scrape_port and args.scrape_out:
+    time.sleep(1.0)  # the session flushes every 200 ms; CUPTI's last buffers go out with it
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{args.scrape_port}/metrics", timeout=10) as reply:
+            text = reply.read().decode("utf-8", "replace")
+        with open(args.scrape_out, "w") as out:
+            out.write(text)
+    except OSError as e:
+        print(f"overhead_workloads: no scrape of port {args.scrape_port}: {e}", file=sys.stderr)
+
+print(result, flush=True)

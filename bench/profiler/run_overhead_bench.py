@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""What recording costs a PyTorch job, against its plain run in the same rounds, and how far
+the metrics-only estimates are from the counts of a full trace (issue 22).
+
+On a GPU machine with PyTorch, from the repository root:
+
+  python3 bench/profiler/run_overhead_bench.py --cli BUILD/cli/cudascope [--rounds 9] [--quick]
+
+Each round runs every configuration once, in an order rotated by one each round (so no
+configuration is always first or last), each in a fresh process of
+bench/profiler/overhead_workloads.py, which times two loops inside itself: a launch-bound MLP
+training loop and a compute-bound transformer training step. Configurations:
+
+  plain             python3 overhead_workloads.py
+  metrics-only      cudascope run --metrics ADDR --no-trace      (kernel records sampled)
+  metrics+trace     cudascope run --metrics ADDR -o T.json.gz    (every kernel; exact counts)
+  default trace     cudascope run -o T.json.gz
+  kernel-only trace cudascope run -o T.json.gz --activities kernel
+  torch CUDA        torch.profiler, CUDA activity only
+  torch CPU+CUDA    torch.profiler, CPU and CUDA
+  (--count-launches adds metrics-only with CUDASCOPE_METRICS_COUNT_LAUNCHES=1)
+
+Reported per loop: the median seconds of each configuration, the ratio of medians against
+plain, and the spread of the per-round ratios (each against the plain run of its own round):
+min-max and interquartile range. The estimate's error: both metrics runs scrape their own
+live metrics at the end of the program (--metrics-top 1000, so every kernel name has its own
+series); the metrics-only runs' cudascope_kernels_estimated_total per kernel name, summed over
+the rounds, is compared with the metrics+trace runs' cudascope_kernels_total, which counts every
+kernel record the trace is written from (the same program, deterministic shapes: the same
+kernels in each run).
+
+Ends with `PASS metrics-only: R (spread ...)` when the metrics-only ratio of medians is at most
+1.02 on both loops (R: the larger), else `FAIL metrics-only: ...`.
+
+A default run (9 rounds, 7 configurations) takes about 4 minutes on an H100; --quick (5
+rounds, half the steps) about half as long, for a first look only."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOAD = os.path.join(HERE, "overhead_workloads.py")
+LOOPS = [("mlp", "launch-bound MLP + Adam"), ("transformer", "compute-bound transformer step")]
+BUDGET = 1.02
+MARKER = "OVERHEAD_BENCH "
+
+
+class Config:
+    def __init__(self, name, cudascope_args=None, torch_profiler=None, scrape=False, env=None):
+        self.name = name
+        self.cudascope_args = cudascope_args  # None: not under cudascope run
+        self.torch_profiler = torch_profiler
+        self.scrape = scrape
+        self.env = env or {}
+
+
+def configs(count_launches):
+    out = [
+        Config("plain"),
+        Config("metrics-only", ["--metrics", "{bind}", "--no-trace", "--window-dir", "{tmp}"], scrape=True),
+        Config("metrics+trace", ["--metrics", "{bind}", "-o", "{tmp}/metrics_trace.json.gz"], scrape=True),
+        Config("default trace", ["-o", "{tmp}/default.json.gz"]),
+        Config("kernel-only trace", ["-o", "{tmp}/kernel.json.gz", "--activities", "kernel"]),
+        Config("torch CUDA", torch_profiler="cuda"),
+        Config("torch CPU+CUDA", torch_profiler="cpu,cuda"),
+    ]
+    if count_launches:
+        out.append(Config("metrics-only+launches", ["--metrics", "{bind}", "--no-trace", "--window-dir", "{tmp}"],
+                          scrape=True, env={"CUDASCOPE_METRICS_COUNT_LAUNCHES": "1"}))
+    return out
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_environment(args, extra):
+    """This environment without inherited CUDASCOPE_* settings (a CUDASCOPE_METRICS_SAMPLING=0
+    left in the shell would change what metrics-only measures), plus the bench's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDASCOPE_")}
+    if args.sample_window is not None:
+        env["CUDASCOPE_METRICS_SAMPLE_WINDOW"] = str(args.sample_window)
+    if args.sample_period is not None:
+        env["CUDASCOPE_METRICS_SAMPLE_PERIOD"] = str(args.sample_period)
+    env.update(extra)
+    return env
+
+
+def run_once(config, args, tmp, round_index):
+    """Runs one configuration; returns {"mlp_seconds", "transformer_seconds", "scrape"} or None."""
+    port = free_port()
+    scrape_file = os.path.join(tmp, f"scrape-{config.name.replace(' ', '_')}-{round_index}.txt")
+    workload = [sys.executable, WORKLOAD, "--mlp-steps", str(args.mlp_steps),
+                "--transformer-steps", str(args.transformer_steps)]
+    if config.torch_profiler:
+        workload += ["--torch-profiler", config.torch_profiler]
+    if config.scrape:
+        workload += ["--scrape-port", str(port), "--scrape-out", scrape_file]
+    argv = workload
+    if config.cudascope_args is not None:
+        wrapped = [a.format(bind=f"127.0.0.1:{port}", tmp=tmp) for a in config.cudascope_args]
+        if config.scrape:
+            wrapped += ["--metrics-top", "1000"]
+        argv = [args.cli, "run"] + wrapped + ["--"] + workload
+    # A session of its own, so a run that hangs is killed with the program cudascope run started.
+    child = subprocess.Popen(argv, env=child_environment(args, config.env), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        print(f"  {config.name} round {round_index}: timed out after {args.timeout} s", file=sys.stderr)
+        return None
+    finally:
+        for name in os.listdir(tmp):  # traces and windows: only the timings and scrapes are kept
+            if name.endswith((".json", ".json.gz")):
+                os.remove(os.path.join(tmp, name))
+    lines = [l for l in stdout.splitlines() if l.startswith(MARKER)]
+    if child.returncode != 0 or not lines:
+        print(f"  {config.name} round {round_index}: exit {child.returncode}, no timing; stderr ends:\n"
+              + "\n".join(stderr.splitlines()[-15:]), file=sys.stderr)
+        return None
+    result = json.loads(lines[-1][len(MARKER):])
+    result["scrape"] = scrape_file if config.scrape and os.path.exists(scrape_file) else None
+    return result
+
+
+# --- Prometheus text exposition -------------------------------------------------------------
+
+LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
+
+
+def parse_labels(text):
+    """{k="v",...} with the exposition format's escapes (\\\\, \\", \\n) in values."""
+    labels, i = {}, 1
+    while i < len(text) - 1:
+        eq = text.index("=", i)
+        key = text[i:eq].strip().lstrip(",").strip()
+        i = eq + 2  # past ="
+        value = []
+        while text[i] != '"':
+            if text[i] == "\\":
+                i += 1
+                value.append("\n" if text[i] == "n" else text[i])
+            else:
+                value.append(text[i])
+            i += 1
+        labels[key] = "".join(value)
+        i += 1
+        while i < len(text) - 1 and text[i] in ", ":
+            i += 1
+    return labels
+
+
+def parse_exposition(text):
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = LINE.match(line)
+        if not m:
+            continue
+        name, labels, value = m.group(1), m.group(2), m.group(3)
+        # A label value may hold spaces: the value is what follows the closing brace.
+        if labels is not None:
+            close = line.rindex("}")
+            labels, value = line[len(name):close + 1], line[close + 1:].split()[0]
+        samples.append((name, parse_labels(labels) if labels else {}, float(value)))
+    return samples
+
+
+def by_kernel(path, family):
+    totals = {}
+    with open(path) as f:
+        for name, labels, value in parse_exposition(f.read()):
+            if name == family:
+                totals[labels.get("kernel", "")] = totals.get(labels.get("kernel", ""), 0.0) + value
+    return totals
+
+
+def family_total(path, family):
+    with open(path) as f:
+        return sum(v for n, _, v in parse_exposition(f.read()) if n == family)
+
+
+# --- Figures ----------------------------------------------------------------------------------
+
+def quartiles(values):
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def loop_table(loop, title, results, config_names):
+    plain = results["plain"]
+    plain_median = statistics.median([r[f"{loop}_seconds"] for r in plain.values()])
+    print(f"\n### {title}\n")
+    print("| run | median s | / plain (medians) | per-round ratio min-max | per-round ratio IQR | rounds |")
+    print("|---|---|---|---|---|---|")
+    ratios_of = {}
+    for name in config_names:
+        rounds = results[name]
+        if not rounds:
+            print(f"| {name} | failed | | | | 0 |")
+            continue
+        seconds = [r[f"{loop}_seconds"] for r in rounds.values()]
+        median = statistics.median(seconds)
+        per_round = [rounds[i][f"{loop}_seconds"] / plain[i][f"{loop}_seconds"] for i in rounds if i in plain]
+        low, high = quartiles(per_round) if per_round else (float("nan"), float("nan"))
+        ratio = median / plain_median
+        ratios_of[name] = (ratio, per_round)
+        spread = f"{min(per_round):.3f}-{max(per_round):.3f}" if per_round else "-"
+        print(f"| {name} | {median:.4f} | {ratio:.3f}x | {spread} | {low:.3f}-{high:.3f} | {len(seconds)} |")
+    return ratios_of
+
+
+def estimate_table(results, count_launches):
+    sampled = [r["scrape"] for r in results["metrics-only"].values() if r.get("scrape")]
+    exact = [r["scrape"] for r in results["metrics+trace"].values() if r.get("scrape")]
+    print("\n### Metrics-only estimates against the counts of a full trace\n")
+    if not sampled or not exact:
+        print("no scrapes to compare (see the errors above)")
+        return
+    estimate, count, est_seconds, exact_seconds = {}, {}, {}, {}
+    for path in sampled:
+        for k, v in by_kernel(path, "cudascope_kernels_estimated_total").items():
+            estimate[k] = estimate.get(k, 0.0) + v
+        for k, v in by_kernel(path, "cudascope_kernel_seconds_estimated_total").items():
+            est_seconds[k] = est_seconds.get(k, 0.0) + v
+    # Scaled to as many runs as the sampled ones: each run launches the same kernels.
+    scale = len(sampled) / len(exact)
+    for path in exact:
+        for k, v in by_kernel(path, "cudascope_kernels_total").items():
+            count[k] = count.get(k, 0.0) + v * scale
+        for k, v in by_kernel(path, "cudascope_kernel_seconds_total").items():
+            exact_seconds[k] = exact_seconds.get(k, 0.0) + v * scale
+    ratio = statistics.mean([family_total(p, "cudascope_kernel_sampling_ratio") for p in sampled])
+    records = sum(family_total(p, "cudascope_kernel_sampled_records_total") for p in sampled)
+    total_est, total_count = sum(estimate.values()), sum(count.values())
+    missed = sum(v for k, v in count.items() if k not in estimate)
+    print(f"{len(sampled)} metrics-only runs against {len(exact)} traced runs; mean sampling ratio {ratio:.4f}; "
+          f"{records:.0f} kernel records sampled.\n")
+    print(f"- all kernels: estimated {total_est:.0f}, counted {total_count:.0f}, "
+          f"error {100 * (total_est - total_count) / max(total_count, 1):+.2f}%")
+    t_est, t_count = sum(est_seconds.values()), sum(exact_seconds.values())
+    print(f"- GPU time in kernels: estimated {t_est:.4f} s, counted {t_count:.4f} s, "
+          f"error {100 * (t_est - t_count) / max(t_count, 1e-12):+.2f}%")
+    print(f"- kernels of names never sampled: {missed:.0f} ({100 * missed / max(total_count, 1):.2f}% of all)")
+    weighted = sum(abs(estimate.get(k, 0.0) - v) for k, v in count.items()) / max(total_count, 1)
+    print(f"- per-name absolute error, weighted by count: {100 * weighted:.2f}%\n")
+    print("| kernel (top 12 by count) | counted | estimated | error |")
+    print("|---|---|---|---|")
+    for k, v in sorted(count.items(), key=lambda kv: -kv[1])[:12]:
+        e = estimate.get(k, 0.0)
+        shown = (k if len(k) <= 70 else k[:67] + "...").replace("|", "\\|")
+        print(f"| `{shown}` | {v:.0f} | {e:.0f} | {100 * (e - v) / max(v, 1):+.1f}% |")
+    if count_launches:
+        launch_runs = [r["scrape"] for r in results.get("metrics-only+launches", {}).values() if r.get("scrape")]
+        if launch_runs:
+            launches = statistics.mean([family_total(p, "cudascope_kernel_launches_total") for p in launch_runs])
+            per_run = total_count / len(sampled)
+            print(f"\n- exact launch calls (CUDASCOPE_METRICS_COUNT_LAUNCHES=1): {launches:.0f} per run; kernels "
+                  f"counted by the trace: {per_run:.0f} per run ({100 * (launches - per_run) / max(per_run, 1):+.2f}%)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cli", default=os.environ.get("CUDASCOPE_CLI", "build/cli/cudascope"),
+                        help="the cudascope command (default: $CUDASCOPE_CLI or build/cli/cudascope)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 9; 5 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="5 rounds and half the steps: a first look, not a result")
+    parser.add_argument("--mlp-steps", type=int, default=None, help="MLP steps timed per run (default 1000)")
+    parser.add_argument("--transformer-steps", type=int, default=None, help="transformer steps per run (default 30)")
+    parser.add_argument("--count-launches", action="store_true",
+                        help="also metrics-only with CUDASCOPE_METRICS_COUNT_LAUNCHES=1 (exact launch counts)")
+    parser.add_argument("--sample-window", type=float, default=None, help="CUDASCOPE_METRICS_SAMPLE_WINDOW (s)")
+    parser.add_argument("--sample-period", type=float, default=None, help="CUDASCOPE_METRICS_SAMPLE_PERIOD (s)")
+    parser.add_argument("--timeout", type=int, default=180, help="seconds one run may take")
+    args = parser.parse_args()
+    args.rounds = args.rounds or (5 if args.quick else 9)
+    args.mlp_steps = args.mlp_steps or (500 if args.quick else 1000)
+    args.transformer_steps = args.transformer_steps or (15 if args.quick else 30)
+    if not os.access(args.cli, os.X_OK):
+        sys.exit(f"run_overhead_bench: {args.cli} is not an executable cudascope (give --cli)")
+
+    config_list = configs(args.count_launches)
+    names = [c.name for c in config_list]
+    results = {name: {} for name in names}
+    tmp = tempfile.mkdtemp(prefix="cudascope-overhead-")
+    try:
+        device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True).stdout.strip().splitlines()
+    except OSError:
+        device = []
+    started = time.time()
+    try:
+        for r in range(args.rounds):
+            order = config_list[r % len(config_list):] + config_list[:r % len(config_list)]
+            for config in order:
+                result = run_once(config, args, tmp, r)
+                if result is not None:
+                    results[config.name][r] = result
+            print(f"round {r + 1}/{args.rounds} done, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
+
+        print(f"## Recording overhead, {args.rounds} rounds alternating "
+              f"({device[0] if device else 'unknown device'}; {time.strftime('%Y-%m-%d')})\n")
+        print(f"Each loop timed inside its process: {args.mlp_steps} MLP steps, {args.transformer_steps} transformer "
+              f"steps. Sampling: window {args.sample_window or 0.05} s every {args.sample_period or 1} s.")
+        if not results["plain"]:
+            print("\nFAIL metrics-only: no plain run succeeded")
+            return 1
+        verdicts = []
+        for loop, title in LOOPS:
+            ratios = loop_table(loop, title, results, names)
+            if "metrics-only" in ratios:
+                ratio, per_round = ratios["metrics-only"]
+                verdicts.append((ratio, f"{loop} {ratio:.3f}x, per-round {min(per_round):.3f}-{max(per_round):.3f}"))
+        estimate_table(results, args.count_launches)
+        print(f"\n{time.time() - started:.0f} s in all.\n")
+        if len(verdicts) < len(LOOPS):
+            print("FAIL metrics-only: no metrics-only run succeeded")
+            return 1
+        worst = max(v[0] for v in verdicts)
+        spread = "; ".join(v[1] for v in verdicts)
+        print(f"{'PASS' if worst <= BUDGET else 'FAIL'} metrics-only: {worst:.3f} (spread {spread}) against {BUDGET:.2f}x")
+        return 0 if worst <= BUDGET else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
