@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -27,6 +31,22 @@ std::size_t kernels_in(const std::string& path) {
   std::size_t n = 0;
   for (const auto& e : trace.at("traceEvents")) n += e.value("cat", "") == "kernel" ? 1 : 0;
   return n;
+}
+
+// A loopback TCP port that was free a moment ago.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 const std::string cli = CUDASCOPE_CLI_PATH;
@@ -81,4 +101,20 @@ TEST(EnvRunTest, LibraryRefusesNonFiniteTimesAndSaysSo) {
     EXPECT_FALSE(std::filesystem::exists(dir + "/t.json")) << setting << ": nothing recorded that was not asked for";
     std::filesystem::remove_all(dir);
   }
+}
+
+// Metrics-only sampling settings (docs/metrics.md): a value that cannot be used is named, and
+// the program is recorded with the default plan rather than not at all.
+TEST(EnvRunTest, BadSamplingSettingIsNamedAndTheDefaultPlanUsed) {
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
+  const int port = free_port();
+  for (const std::string setting : {"CUDASCOPE_METRICS_SAMPLE_WINDOW=0", "CUDASCOPE_METRICS_SAMPLE_PERIOD=inf",
+                                    "CUDASCOPE_METRICS_SAMPLE_WINDOW=2 CUDASCOPE_METRICS_SAMPLE_PERIOD=1"}) {
+    const auto result = run_shell("CUDASCOPE_BACKEND=sim " + setting + " " + cli + " run --metrics 127.0.0.1:" +
+                                  std::to_string(port) + " --no-trace --window-dir " + dir + " -- " + demo);
+    EXPECT_EQ(result.exit_code, 0) << setting << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr("CUDASCOPE_METRICS_SAMPLE_")) << setting;
+    EXPECT_THAT(result.output, HasSubstr("sampling kernel records 50 ms in every 1 s")) << setting;
+  }
+  std::filesystem::remove_all(dir);
 }
