@@ -108,11 +108,15 @@ const char* to_string(CollectivePairing rule) noexcept {
 CollectivePairing pairing_rule(const std::vector<std::vector<CommunicatorCollectives>>& ranks) {
   bool named = true, sequenced = true;
   for (const auto& communicators : ranks) {
+    bool has_collectives = false, names_a_group = false;
     for (const CommunicatorCollectives& c : communicators) {
       if (c.start_ns.empty()) continue;
-      named = named && !c.name.empty();
+      has_collectives = true;
+      if (c.name.empty()) continue;
+      names_a_group = true;
       sequenced = sequenced && c.has_sequence;
     }
+    named = named && (names_a_group || !has_collectives);
   }
   if (!named) return CollectivePairing::order;
   return sequenced ? CollectivePairing::communicator_and_sequence : CollectivePairing::communicator_and_order;
@@ -140,6 +144,7 @@ std::vector<PairedCollective> pair_collectives(const std::vector<std::vector<Com
     }
     for (std::size_t c = 0; c < communicators.size(); ++c) {
       const CommunicatorCollectives& comm = communicators[c];
+      if (comm.name.empty()) continue;
       for (std::size_t i = 0; i < comm.start_ns.size(); ++i) {
         const bool by_seq = rule == CollectivePairing::communicator_and_sequence;
         add(comm.name, by_seq ? comm.seq[i] : static_cast<std::int64_t>(i), {r, c, i});

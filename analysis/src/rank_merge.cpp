@@ -218,6 +218,13 @@ void add_communicators(const std::vector<RankInput>& inputs, RankReport& report)
                              report.communicators.back().members);
     }
   }
+  std::int64_t unnamed = 0;
+  for (const auto& communicators : collectives)
+    for (const CommunicatorCollectives& c : communicators) unnamed += c.name.empty() ? std::int64_t(c.start_ns.size()) : 0;
+  if (report.collective_pairing != CollectivePairing::order && unnamed > 0) {
+    report.notes.push_back(std::to_string(unnamed) + " communication kernels name no process group (their op was not " +
+                           "recorded): left unpaired");
+  }
   if (report.collective_pairing == CollectivePairing::order && report.communicators.size() == 1 &&
       report.communicators.front().collectives > 0) {
     report.notes.push_back(

@@ -191,6 +191,24 @@ TEST(CollectivePairingTest, SummariesKeepTheCollectivesSoTheyMergeAlike) {
   EXPECT_EQ(b.end_ns, a.end_ns);
 }
 
+// A kernel whose record_param_comms fell before torch.profiler's window names no group: it stays
+// unpaired, and the other collectives keep their pairing.
+TEST(CollectivePairingTest, AKernelOfNoGroupIsLeftOutNotEveryPairing) {
+  std::vector<KinetoRank> job = tp_dp_job();
+  KinetoRank stray(0, false);
+  stray.collective(data_parallel(0), "AllReduce", 10, false);
+  std::vector<RankSummary> summaries;
+  for (const KinetoRank& k : job) summaries.push_back(k.summary());
+  summaries[0].communicators.push_back(stray.communicators().front());
+  ASSERT_TRUE(summaries[0].communicators.back().name.empty());
+  const RankReport report = merge_rank_summaries(summaries);
+  EXPECT_EQ(report.collective_pairing, CollectivePairing::communicator_and_sequence);
+  ASSERT_EQ(report.communicators.size(), 4u);
+  EXPECT_EQ(report.communicators[2].collectives, 2);
+  ASSERT_EQ(report.notes.size(), 1u);
+  EXPECT_EQ(report.notes[0], "1 communication kernels name no process group (their op was not recorded): left unpaired");
+}
+
 TEST(CollectivePairingTest, TracesWithoutGroupsArePairedByOrderAndSaySo) {
   std::vector<RankSummary> summaries;
   for (const KinetoRank& k : tp_dp_job(false)) summaries.push_back(k.summary());

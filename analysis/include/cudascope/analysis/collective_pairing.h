@@ -40,8 +40,11 @@ enum class CollectivePairing { communicator_and_sequence, communicator_and_order
 const char* to_string(CollectivePairing rule) noexcept;
 
 // The strongest rule every rank's collectives allow: communicator and sequence number when
-// every collective names both, communicator and order when every one names its group, else
-// order. Ranks without collectives do not weaken it.
+// every rank names the groups of its collectives and every named one has a sequence number,
+// communicator and order when not every one has, order when some rank with collectives names
+// no group. Ranks without collectives do not weaken it. Under the communicator rules, kernels
+// of no named group (a collective whose op fell outside torch.profiler's window) stay
+// unpaired rather than turning every rank back to order.
 CollectivePairing pairing_rule(const std::vector<std::vector<CommunicatorCollectives>>& ranks);
 
 // One operation across ranks: its part on each rank that ran it.
@@ -55,7 +58,8 @@ struct PairedCollective {
   std::int64_t key = 0;      // the sequence number, or the position (order rules)
   std::vector<Part> parts;   // by rank
 };
-// Pairs the ranks' collectives by `rule`; ordered by communicator, then key.
+// Pairs the ranks' collectives by `rule`; ordered by communicator, then key. Under the
+// communicator rules, the communicator named "" is left out.
 std::vector<PairedCollective> pair_collectives(const std::vector<std::vector<CommunicatorCollectives>>& ranks,
                                                CollectivePairing rule);
 
