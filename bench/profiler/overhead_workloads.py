@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--mlp-steps", type=int, default=1000)
+parser.add_argument("--mlp-steps", type=int, default=1500)
 parser.add_argument("--transformer-steps", type=int, default=30)
 parser.add_argument("--torch-profiler", choices=["cuda", "cpu,cuda"], default=None)
 parser.add_argument("--scrape-port", type=int, default=0)
@@ -89,7 +89,7 @@ mlp_step = mlp_workload()
 transformer_step = transformer_workload()
 for _ in range(20):
     mlp_step()
-for _ in range(3):
+for _ in range(2):
     transformer_step()
 torch.cuda.synchronize()
 

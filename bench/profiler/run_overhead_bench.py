@@ -32,8 +32,14 @@ kernels in each run).
 Ends with `PASS metrics-only: R (spread ...)` when the metrics-only ratio of medians is at most
 1.02 on both loops (R: the larger), else `FAIL metrics-only: ...`.
 
-A default run (9 rounds, 7 configurations) takes about 4 minutes on an H100; --quick (5
-rounds, half the steps) about half as long, for a first look only."""
+A default run (9 rounds, 7 configurations, each a fresh process) takes about 4 minutes on an
+H100; --quick (5 rounds, fewer transformer steps) about half as long, for a first look only.
+The MLP loop should last at least one sampling period (1 s by default), so that every round's
+loop holds about one sampled window: with a shorter loop only some rounds pay for a window and
+their median can miss the cost (the bench warns).
+
+A full trace's cost against torch.profiler's is in the same tables (default trace vs torch
+CUDA)."""
 import argparse
 import json
 import os
@@ -281,8 +287,10 @@ def main():
     parser.add_argument("--cli", default=os.environ.get("CUDASCOPE_CLI", "build/cli/cudascope"),
                         help="the cudascope command (default: $CUDASCOPE_CLI or build/cli/cudascope)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds (default 9; 5 with --quick)")
-    parser.add_argument("--quick", action="store_true", help="5 rounds and half the steps: a first look, not a result")
-    parser.add_argument("--mlp-steps", type=int, default=None, help="MLP steps timed per run (default 1000)")
+    parser.add_argument("--quick", action="store_true",
+                        help="5 rounds and a third of the transformer steps: a first look, not a result")
+    parser.add_argument("--mlp-steps", type=int, default=1500,
+                        help="MLP steps timed per run (default 1500; the loop should last at least a sampling period)")
     parser.add_argument("--transformer-steps", type=int, default=None, help="transformer steps per run (default 30)")
     parser.add_argument("--count-launches", action="store_true",
                         help="also metrics-only with CUDASCOPE_METRICS_COUNT_LAUNCHES=1 (exact launch counts)")
@@ -291,8 +299,7 @@ def main():
     parser.add_argument("--timeout", type=int, default=180, help="seconds one run may take")
     args = parser.parse_args()
     args.rounds = args.rounds or (5 if args.quick else 9)
-    args.mlp_steps = args.mlp_steps or (500 if args.quick else 1000)
-    args.transformer_steps = args.transformer_steps or (15 if args.quick else 30)
+    args.transformer_steps = args.transformer_steps or (10 if args.quick else 30)
     if not os.access(args.cli, os.X_OK):
         sys.exit(f"run_overhead_bench: {args.cli} is not an executable cudascope (give --cli)")
 
@@ -322,6 +329,13 @@ def main():
         if not results["plain"]:
             print("\nFAIL metrics-only: no plain run succeeded")
             return 1
+        period = args.sample_period or 1.0
+        plain_mlp = statistics.median([r["mlp_seconds"] for r in results["plain"].values()])
+        if plain_mlp < period:
+            # One window per period at a random slot: a shorter loop holds a window in only some
+            # rounds, and the median of the rounds can miss what the windows cost.
+            print(f"\nWARNING: the MLP loop ({plain_mlp:.2f} s) is shorter than the sampling period ({period} s); "
+                  f"raise --mlp-steps for a result.")
         verdicts = []
         for loop, title in LOOPS:
             ratios = loop_table(loop, title, results, names)
