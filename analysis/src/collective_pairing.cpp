@@ -37,12 +37,27 @@ struct GroupOfKernel {
   std::optional<std::int64_t> seq;
 };
 
+// A group's name is a string in PyTorch's traces and Seq a number; either written as the other
+// (a hand-made or converted trace) is read too.
+std::string text_arg(const TraceModel& model, const TraceModel::Event& e, std::string_view key) {
+  if (auto text = model.arg_string(e, key)) return *text;
+  if (auto number = model.arg_int(e, key)) return std::to_string(*number);
+  return {};
+}
+
+std::optional<std::int64_t> int_arg(const TraceModel& model, const TraceModel::Event& e, std::string_view key) {
+  if (auto number = model.arg_int(e, key)) return number;
+  const auto text = model.arg_string(e, key);
+  if (!text || text->empty() || text->find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(*text);
+}
+
 GroupOfKernel group_in_args(const TraceModel& model, const TraceModel::Event& e) {
   GroupOfKernel g;
-  g.name = model.arg_string(e, kGroupName).value_or("");
-  g.description = model.arg_string(e, kGroupDescription).value_or("");
-  g.members = model.arg_string(e, kGroupRanks).value_or("");
-  g.seq = model.arg_int(e, kSeq);
+  g.name = text_arg(model, e, kGroupName);
+  g.description = text_arg(model, e, kGroupDescription);
+  g.members = text_arg(model, e, kGroupRanks);
+  g.seq = int_arg(model, e, kSeq);
   return g;
 }
 
