@@ -100,8 +100,13 @@ set(CPACK_PACKAGE_VENDOR cudascope)
 set(CPACK_PACKAGE_CONTACT "cudascope developers")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)
-# Packages carry no debug info (the build tree keeps it): smaller .debs, built faster.
-set(CPACK_STRIP_FILES ON)
+# Packages carry no debug info (the build tree keeps it): smaller .debs, built faster. Their
+# symbol tables stay (strip --strip-debug, not CPack's own strip, which removes them too): a
+# snapshot taken by an installed program names its static functions from .symtab, where
+# dladdr sees only exported ones.
+set(CPACK_STRIP_FILES OFF)
+set(CPACK_CUDASCOPE_STRIP "${CMAKE_STRIP}")
+set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/CudascopeStripDebug.cmake)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL libs dev cli)
 if(TARGET cudascope_viewer)

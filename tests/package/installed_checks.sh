@@ -63,6 +63,14 @@ check_cli() {
   python3 "$package_test_dir/compare_stats.py" "$work/replay.json" "$data/replay_default_s1.stats.json.gz" ||
     fail "$cli replay: memory_stats differ from replay_default_s1.stats.json.gz"
 
+  # The installed program's snapshot names its own static functions: the package kept the
+  # symbol tables when it dropped the debug information.
+  clean CUDASCOPE_BACKEND=sim "$cli" demo --iterations 2 --kernel-ms 1 --snapshot "$work/demo.json" \
+    >"$work/demo.out" 2>&1 || fail "$cli demo --snapshot exited non-zero: $(cat "$work/demo.out")"
+  grep -q '::run_demo(' "$work/demo.json" ||
+    fail "$cli demo's snapshot does not name run_demo (a stripped symbol table?): $(head -c 300 "$work/demo.json")"
+  echo "ok: the installed demo's snapshot names its own functions"
+
   clean "$cli" snapshot-stats "$data/snap_small.json" --json >"$work/snapshot.json" 2>"$work/snapshot.err" ||
     fail "$cli snapshot-stats exited non-zero: $(cat "$work/snapshot.err")"
   python3 "$package_test_dir/compare_stats.py" "$work/snapshot.json" "$data/snap_small.stats.json" --common ||

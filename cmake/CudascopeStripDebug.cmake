@@ -1,0 +1,18 @@
+# CPack pre-build script: removes the debug information from every ELF file staged for the
+# packages and keeps their symbol tables (see CPACK_STRIP_FILES in CudascopePackaging.cmake).
+if(NOT CPACK_CUDASCOPE_STRIP)
+  message(FATAL_ERROR "CudascopeStripDebug: no strip program was found when cmake configured the build")
+endif()
+file(GLOB_RECURSE staged LIST_DIRECTORIES false "${CPACK_TEMPORARY_DIRECTORY}/*")
+foreach(file IN LISTS staged)
+  if(IS_SYMLINK "${file}")
+    continue()
+  endif()
+  file(READ "${file}" magic LIMIT 4 HEX)
+  if(magic STREQUAL "7f454c46")
+    execute_process(COMMAND "${CPACK_CUDASCOPE_STRIP}" --strip-debug "${file}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "CudascopeStripDebug: strip --strip-debug ${file} failed: ${err}")
+    endif()
+  endif()
+endforeach()
