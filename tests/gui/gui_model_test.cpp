@@ -637,6 +637,16 @@ TEST(GuiModelTest, RankClocksAlignOnCollectivesPairedByGroupAndSequence) {
   EXPECT_EQ(ranks[2].pairingText(), "collectives paired by communicator and sequence number: 2 ([2, 3]), 3 ([0, 2])");
   EXPECT_TRUE(ranks[0].headerText().endsWith("; " + ranks[0].pairingText())) << ranks[0].headerText().toStdString();
 
+  // A kernel's details say how its collective is paired, and its key.
+  TraceDocument& doc = *opened.docs.front();
+  quint32 kernel = EventDetailsModel::kNone;
+  for (quint32 i = 0; i < doc.model().event_count() && kernel == EventDetailsModel::kNone; ++i)
+    if (doc.model().name(doc.model().event(i)).substr(0, 13) == "ncclDevKernel") kernel = i;
+  EventDetailsModel details;
+  tester(&details);
+  details.setEvent(&doc, kernel);
+  EXPECT_EQ(details.value("Paired across ranks by"), "communicator and sequence number (group 1, Seq 1)");
+
   // By order, rank 2's first kernel (its pair's broadcast) would meet rank 0's first all-reduce.
   auto rank0 = analysis::load_trace_text(tp_dp_rank_trace(0, shifts[0]), "rank 0");
   auto rank2 = analysis::load_trace_text(tp_dp_rank_trace(2, shifts[2]), "rank 2");

@@ -1,5 +1,7 @@
 #include <cudascope/gui/event_details_model.h>
 
+#include <cudascope/analysis/rank_summary.h>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -27,6 +29,21 @@ QString json_text(const QJsonValue& v) {
 }
 
 QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+
+// For a communication kernel of a rank timeline: the rule that pairs its collective with the
+// other ranks' (the same for every rank), and its key where the kernel names it.
+QString pairing_of(const TraceDocument& doc, const analysis::TraceModel::Event& e, const QJsonObject& args) {
+  const auto& ranks = doc.rankGroups();
+  if (ranks.empty() || !analysis::is_communication_kernel_event(doc.model(), e)) return {};
+  const analysis::CollectivePairing rule = ranks.front().pairing;
+  QString text = QString::fromLatin1(analysis::to_string(rule));
+  const QString group = json_text(args.value("Process Group Name"));
+  if (rule == analysis::CollectivePairing::communicator_and_sequence && args.contains("Seq"))
+    text += QStringLiteral(" (group %1, Seq %2)").arg(group, json_text(args.value("Seq")));
+  else if (rule == analysis::CollectivePairing::communicator_and_order && !group.isEmpty())
+    text += QStringLiteral(" (group %1)").arg(group);
+  return text;
+}
 
 }  // namespace
 
@@ -59,6 +76,7 @@ void EventDetailsModel::setEvent(TraceDocument* doc, quint32 event) {
     else if (e.is_slice()) rows_.push_back({"Duration", "never closed"});
     rows_.push_back({"Depth", QString::number(e.depth)});
     const QJsonObject args = QJsonDocument::fromJson(QByteArray::fromStdString(std::string(m.args_json(e)))).object();
+    if (const QString pairing = pairing_of(*doc, e, args); !pairing.isEmpty()) rows_.push_back({"Paired across ranks by", pairing});
     // What a CUDA user looks for first, under the names people use.
     const std::pair<const char*, const char*> first[] = {{"correlation", "Correlation"}, {"grid", "Grid"}, {"block", "Block"},
                                                          {"bytes", "Bytes"}, {"stream", "Stream"}, {"device", "Device"}};

@@ -1,6 +1,8 @@
 #pragma once
 // The details of one selected trace event as (field, value) rows: name, category, row,
-// start and duration, then what a CUDA user looks for first - correlation id, grid, block,
+// start and duration, for a communication kernel of a rank timeline how its collective is
+// paired across ranks ("communicator and sequence number (group 3, Seq 2)"), then what a CUDA
+// user looks for first - correlation id, grid, block,
 // bytes, stream, device - then every other arg, and one row per flow arrow (launch <->
 // kernel) whose Qt::UserRole is the event at its other end (to jump there).
 
