@@ -254,11 +254,14 @@ def estimate_table(results, count_launches):
         for k, v in by_kernel(path, "cudascope_kernel_seconds_total").items():
             exact_seconds[k] = exact_seconds.get(k, 0.0) + v * scale
     ratio = statistics.mean([family_total(p, "cudascope_kernel_sampling_ratio") for p in sampled])
+    switches = sum(family_total(p, "cudascope_kernel_sampling_switches_total") for p in sampled)
+    switch_seconds = sum(family_total(p, "cudascope_kernel_sampling_switch_seconds_total") for p in sampled)
     records = sum(family_total(p, "cudascope_kernel_sampled_records_total") for p in sampled)
     total_est, total_count = sum(estimate.values()), sum(count.values())
     missed = sum(v for k, v in count.items() if k not in estimate)
     print(f"{len(sampled)} metrics-only runs against {len(exact)} traced runs; mean sampling ratio {ratio:.4f}; "
-          f"{records:.0f} kernel records sampled.\n")
+          f"{records:.0f} kernel records sampled; {switches:.0f} switches of CUPTI's kernel records, "
+          f"{1e6 * switch_seconds / max(switches, 1):.1f} us each on average.\n")
     print(f"- all kernels: estimated {total_est:.0f}, counted {total_count:.0f}, "
           f"error {100 * (total_est - total_count) / max(total_count, 1):+.2f}%")
     t_est, t_count = sum(est_seconds.values()), sum(exact_seconds.values())

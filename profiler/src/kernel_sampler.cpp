@@ -26,12 +26,18 @@ void KernelSampler::stop() {
 void KernelSampler::switch_on(std::uint64_t weight) {
   // Marked on before CUPTI is told, so any kernel it records finds its segment.
   sampling_->open(sampling_->now(), weight);
-  switch_kernels_(true);
+  timed_switch(true);
 }
 
 void KernelSampler::switch_off() {
-  switch_kernels_(false);
+  timed_switch(false);
   sampling_->close(sampling_->now());
+}
+
+void KernelSampler::timed_switch(bool on) {
+  const auto start = Clock::now();
+  switch_kernels_(on);
+  sampling_->switched(Clock::now() - start);
 }
 
 void KernelSampler::record_full() {

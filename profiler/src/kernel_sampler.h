@@ -31,6 +31,7 @@ class KernelSampler {
   bool sleep_until(std::chrono::steady_clock::time_point deadline);
   void switch_on(std::uint64_t weight);
   void switch_off();
+  void timed_switch(bool on);
   // Records every kernel until no trace window asks for it.
   void record_full();
 

@@ -472,6 +472,12 @@ struct ProfileMetrics::State {
             "one over its square root).",
             MetricType::Counter, with(constant, {{"device", std::to_string(device)}}), static_cast<double>(n));
     }
+    f.add("cudascope_kernel_sampling_switches_total",
+          "Times kernel records were switched on or off (two per sampled window).", MetricType::Counter, constant,
+          static_cast<double>(sampling.switches()));
+    f.add("cudascope_kernel_sampling_switch_seconds_total",
+          "Time the sampler spent switching kernel records on and off (CUPTI's enable and disable calls).",
+          MetricType::Counter, constant, static_cast<double>(sampling.switch_ns()) * kNs);
     if (sampling.counting_launches()) {
       f.add("cudascope_kernel_launches_total",
             "Kernel launch calls (runtime and driver), counted exactly; kernels run by CUDA graphs are not included.",

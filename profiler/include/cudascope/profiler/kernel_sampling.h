@@ -85,6 +85,14 @@ class KernelSampling {
   void close(std::uint64_t t);
   // Whether kernel records are wanted now (the sim's kernel reports read it per kernel).
   bool recording_kernels() const noexcept { return on_.load(std::memory_order_relaxed); }
+  // One switch of the device source's kinds took `took` (what enabling and disabling CUPTI's
+  // kernel records costs, exported so a run shows it).
+  void switched(std::chrono::nanoseconds took) noexcept {
+    switches_.fetch_add(1, std::memory_order_relaxed);
+    switch_ns_.fetch_add(static_cast<std::uint64_t>(took.count()), std::memory_order_relaxed);
+  }
+  std::uint64_t switches() const noexcept { return switches_.load(std::memory_order_relaxed); }
+  std::uint64_t switch_ns() const noexcept { return switch_ns_.load(std::memory_order_relaxed); }
 
   // --- Readers ---
   struct Segment {
@@ -134,6 +142,8 @@ class KernelSampling {
   std::atomic<bool> on_{false};
   std::atomic<int> full_requests_{0};
   std::atomic<std::uint64_t> launches_{0};
+  std::atomic<std::uint64_t> switches_{0};
+  std::atomic<std::uint64_t> switch_ns_{0};
   std::atomic<bool> counting_launches_{false};
 };
 

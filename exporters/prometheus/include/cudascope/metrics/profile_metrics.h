@@ -18,6 +18,8 @@
 //   cudascope_kernel_sampling_ratio                                 fraction of wall time whose
 //                                                                   kernels were recorded
 //   cudascope_kernel_sampled_records_total                          {device}  kernel records seen
+//   cudascope_kernel_sampling_switches_total, _switch_seconds_total  switches of kernel records
+//                                                                   and the time they took
 //   cudascope_kernel_launches_total                                 exact launch calls, when
 //                                                                   SamplingPlan::count_launches
 //                                                                   got its CUPTI callback
