@@ -1,11 +1,25 @@
 #include "kernel_sampler.h"
 
 #include <chrono>
+#include <cstdio>
 #include <random>
 
 namespace cudascope::profiler::detail {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A seed for the slots' draw; the clock when the system offers no random device.
+std::uint64_t draw_seed() noexcept {
+  try {
+    return std::random_device{}();
+  } catch (...) {
+    return static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+  }
+}
+
+}  // namespace
 
 KernelSampler::KernelSampler(std::shared_ptr<KernelSampling> sampling, std::function<void(bool)> switch_kernels)
     : sampling_(std::move(sampling)), switch_kernels_(std::move(switch_kernels)) {}
@@ -14,7 +28,19 @@ KernelSampler::~KernelSampler() { stop(); }
 
 void KernelSampler::start() {
   sampling_->begin(sampling_->now());
-  thread_ = std::thread([this] { run(); });
+  // Nothing may escape into std::terminate inside the host program: a failure ends the
+  // sampling (kernel records off) and says so.
+  thread_ = std::thread([this] {
+    try {
+      run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cudascope: kernel sampling stopped: %s\n", e.what());
+      if (sampling_->recording_kernels()) {
+        switch_kernels_(false);
+        sampling_->close(sampling_->now());
+      }
+    }
+  });
 }
 
 void KernelSampler::stop() {
@@ -60,7 +86,7 @@ bool KernelSampler::sleep_until(Clock::time_point deadline) {
 // with the window's weight and again as exact ones) and restarts the periods when it ends:
 // every instant is still seen with the same chance, or fully.
 void KernelSampler::run() {
-  SamplingSchedule schedule(sampling_->plan(), std::random_device{}());
+  SamplingSchedule schedule(sampling_->plan(), draw_seed());
   const auto period = sampling_->plan().period;
   const auto window = sampling_->plan().slot();
   Clock::time_point period_start = Clock::now();
