@@ -11,9 +11,9 @@
 // falls in, and export the results as estimates beside sampled_ratio().
 //
 // The timeline is a series of segments, each from the moment kernel records are switched on
-// to the start of the next segment: a sampled window (on for `window`, off for the rest of
-// its period, weight period / window) or a stretch of full recording (a trace window asked
-// for every kernel: on throughout, weight 1). A kernel belongs to the last segment opened at
+// to the start of the next segment: a sampled window (on for `window`, then off until the
+// next segment opens; weight period / window) or a stretch of full recording (a trace window
+// asked for every kernel: on throughout, weight 1). A kernel belongs to the last segment opened at
 // or before its start: it cannot start before its launch, and its launch came after the
 // switch that let CUPTI record it. (A kernel queued for longer than a whole off-phase would be
 // given the next segment's weight, which in steady sampling is the same.)
