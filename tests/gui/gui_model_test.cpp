@@ -636,6 +636,7 @@ TEST(GuiModelTest, RankClocksAlignOnCollectivesPairedByGroupAndSequence) {
             "and sequence number)");
   EXPECT_EQ(ranks[2].pairingText(), "collectives paired by communicator and sequence number: 2 ([2, 3]), 3 ([0, 2])");
   EXPECT_TRUE(ranks[0].headerText().endsWith("; " + ranks[0].pairingText())) << ranks[0].headerText().toStdString();
+  EXPECT_EQ(ranks[2].headerText(), ranks[2].clockText() + "; communicators 2 ([2, 3]), 3 ([0, 2])") << "the rule once";
 
   // A kernel's details say how its collective is paired, and its key.
   TraceDocument& doc = *opened.docs.front();

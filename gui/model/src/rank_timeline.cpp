@@ -135,6 +135,11 @@ QString RankGroup::pairingText() const {
 }
 
 QString RankGroup::headerText() const {
+  // An aligned rank's clock text names the rule already: only its communicators are added.
+  if (clock == Clock::aligned) {
+    if (pairing == analysis::CollectivePairing::order || communicators.isEmpty()) return clockText();
+    return clockText() + QStringLiteral("; communicators ") + communicators.join(QStringLiteral(", "));
+  }
   const QString pairing_text = pairingText();
   return pairing_text.isEmpty() ? clockText() : clockText() + QStringLiteral("; ") + pairing_text;
 }

@@ -87,7 +87,8 @@ struct RankGroup {
   // "collectives paired by order (the traces do not all name their process groups)"; "" without
   // collectives.
   QString pairingText() const;
-  // What the rank's header shows: clockText(), then pairingText().
+  // What the rank's header shows: clockText(), then pairingText() (an aligned rank's clock
+  // text names the rule: then only its communicators).
   QString headerText() const;
 };
 
