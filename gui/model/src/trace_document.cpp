@@ -1,5 +1,7 @@
 #include <cudascope/gui/trace_document.h>
 
+#include <cudascope/analysis/cpp_names.h>
+
 #include <QDateTime>
 #include <QFileInfo>
 #include <QTimer>
@@ -171,6 +173,10 @@ QString TraceDocument::cutShortText() const {
 }
 
 QStringList TraceDocument::paths() const { return loaded_->paths.isEmpty() ? QStringList{path_} : loaded_->paths; }
+
+QString TraceDocument::shortName(std::uint32_t name) const {
+  return QString::fromStdString(analysis::shorten_cpp_name(model().string(name)));
+}
 
 int TraceDocument::rankGroupOfRow(quint32 row) const {
   const auto& rows = index().rows();

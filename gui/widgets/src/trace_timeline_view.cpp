@@ -3,8 +3,6 @@
 #include "axis_ticks.h"
 #include "time_window.h"
 
-#include <cudascope/analysis/cpp_names.h>
-
 #include <cudascope/gui/event_details_model.h>
 
 #include <QKeyEvent>
@@ -125,7 +123,7 @@ int TraceTimelineView::foldedLanes(quint32 row) const {
 QString TraceTimelineView::shortName(std::uint32_t name) const {
   if (short_names_.size() <= name) short_names_.resize(std::max<std::size_t>(name + 1, doc_->model().strings().size()));
   QString& s = short_names_[name];
-  if (s.isNull()) s = QString::fromStdString(analysis::shorten_cpp_name(doc_->model().string(name)));
+  if (s.isNull()) s = doc_->shortName(name);
   return s;
 }
 

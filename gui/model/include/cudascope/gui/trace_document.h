@@ -81,6 +81,9 @@ class TraceDocument : public QObject {
   bool isRankTimeline() const { return !loaded_->ranks.empty(); }
   int rankGroupOfRow(quint32 row) const;
   const analysis::TraceModel& model() const { return loaded_->trace(); }
+  // An interned name as the timeline labels it: C++ names shortened as Nsight shows them
+  // (analysis/cpp_names.h). Not cached: callers that draw often cache it.
+  QString shortName(std::uint32_t name) const;
   const analysis::TimelineIndex& index() const { return loaded_->index; }
   double loadSeconds() const { return loaded_->load_seconds; }
   double indexSeconds() const { return loaded_->index_seconds; }

@@ -6,7 +6,7 @@
 // fragmentation (the unrequested tail of each allocated block, hatched); the header line
 // gives reserved/allocated/active, external fragmentation and the largest free block.
 
-#include <cudascope/analysis/allocator_replay.h>
+#include <cudascope/gui/allocator_states.h>
 #include <cudascope/gui/loaded_snapshot.h>
 
 #include <QWidget>

@@ -6,7 +6,6 @@
 // on both timelines, its stack pinned in the panel), the two timelines share one zoom, and
 // the x axis (real time or event order) is chosen once for both.
 
-#include <cudascope/analysis/compare.h>
 #include <cudascope/gui/snapshot_selection.h>
 
 #include <QWidget>

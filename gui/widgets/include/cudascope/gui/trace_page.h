@@ -5,7 +5,7 @@
 // (computed off the UI thread; follow polling pauses meanwhile, as the model must not grow
 // under it).
 
-#include <cudascope/analysis/timeline_summary.h>
+#include <cudascope/gui/range_summary_model.h>
 #include <cudascope/gui/trace_document.h>
 
 #include <QFutureWatcher>
