@@ -65,7 +65,8 @@ class TensorParallelMLP(torch.nn.Module):
         super().__init__()
         self.group = tp_group
         self.up = torch.nn.Linear(width, 4 * width // tp_size)    # split by columns
-        self.down = torch.nn.Linear(4 * width // tp_size, width)  # split by rows
+        # Split by rows; no bias, which the TP all-reduce would add once per shard.
+        self.down = torch.nn.Linear(4 * width // tp_size, width, bias=False)
 
     def forward(self, x):
         x = CopyToTensorParallel.apply(x, self.group)
@@ -93,7 +94,8 @@ def main():
     tp_index, dp_index = rank // 2, rank % 2
     tp, dp = tp_groups[tp_index], dp_groups[dp_index]
 
-    torch.manual_seed(1234 + tp_index)  # the TP pair's shards differ; DP replicas start equal
+    shard = rank % 2  # the rank's shard within its TP pair; DP pairs join equal shards
+    torch.manual_seed(1234 + shard)  # a pair's two shards differ, DP replicas start equal
     model = torch.nn.Sequential(*[TensorParallelMLP(args.width, 2, tp) for _ in range(args.layers)]).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(args.batch, args.width, device="cuda")
