@@ -4,6 +4,7 @@
 #include <cudascope/analysis/rank_summary.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -20,17 +21,58 @@ constexpr std::string_view kGroupRanks = "Process Group Ranks";
 constexpr std::string_view kSeq = "Seq";
 constexpr std::string_view kExternalId = "External id";
 
-// The record_param_comms ops by their "External id": a kernel Kineto did not copy the
-// group onto still names the op that launched it.
-std::unordered_map<std::int64_t, std::uint32_t> param_comms_ops(const TraceModel& model) {
-  std::unordered_map<std::int64_t, std::uint32_t> ops;
-  for (std::size_t i = 0; i < model.event_count(); ++i) {
-    const TraceModel::Event& e = model.event(i);
-    if (!e.is_slice() || model.name(e) != kParamComms) continue;
-    if (auto id = model.arg_int(e, kExternalId)) ops.emplace(*id, static_cast<std::uint32_t>(i));
+// The record_param_comms op that launched a kernel Kineto did not copy the group onto: the op
+// its "External id" names, else the op enclosing the runtime call its launch flow (ac2g)
+// starts from (a kernel linked to another op of the collective names that op's id).
+class LaunchingOps {
+ public:
+  explicit LaunchingOps(const TraceModel& model) : model_(model) {
+    for (std::size_t i = 0; i < model.event_count(); ++i) {
+      const TraceModel::Event& e = model.event(i);
+      if (!e.is_slice() || model.name(e) != kParamComms) continue;
+      const auto index = static_cast<std::uint32_t>(i);
+      if (auto id = model.arg_int(e, kExternalId)) by_external_id_.emplace(*id, index);
+      by_track_[e.track].push_back(index);
+    }
+    for (auto& [track, ops] : by_track_) {
+      std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) { return model.event(a).ts_ns < model.event(b).ts_ns; });
+    }
   }
-  return ops;
-}
+
+  const TraceModel::Event* of(std::uint32_t kernel) {
+    if (auto id = model_.arg_int(model_.event(kernel), kExternalId)) {
+      if (const auto it = by_external_id_.find(*id); it != by_external_id_.end()) return &model_.event(it->second);
+    }
+    return enclosing_launch_of(kernel);
+  }
+
+ private:
+  const TraceModel::Event* enclosing_launch_of(std::uint32_t kernel) {
+    if (by_track_.empty()) return nullptr;
+    if (!launch_of_kernel_) {
+      launch_of_kernel_.emplace();
+      for (const TraceModel::Flow& f : model_.flows()) {
+        if (f.from_slice != kNoEvent && f.to_slice != kNoEvent) launch_of_kernel_->emplace(f.to_slice, f.from_slice);
+      }
+    }
+    const auto launch = launch_of_kernel_->find(kernel);
+    if (launch == launch_of_kernel_->end()) return nullptr;
+    const TraceModel::Event& call = model_.event(launch->second);
+    const auto ops = by_track_.find(call.track);
+    if (ops == by_track_.end()) return nullptr;
+    // These ops do not nest: the last one starting at or before the call is the only candidate.
+    const auto after = std::upper_bound(ops->second.begin(), ops->second.end(), call.ts_ns,
+                                        [&](std::int64_t ts, std::uint32_t op) { return ts < model_.event(op).ts_ns; });
+    if (after == ops->second.begin()) return nullptr;
+    const TraceModel::Event& op = model_.event(*std::prev(after));
+    return op.end_ns() >= call.end_ns() ? &op : nullptr;
+  }
+
+  const TraceModel& model_;
+  std::unordered_map<std::int64_t, std::uint32_t> by_external_id_;
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_track_;
+  std::optional<std::unordered_map<std::uint32_t, std::uint32_t>> launch_of_kernel_;  // built when first needed
+};
 
 struct GroupOfKernel {
   std::string name, description, members;
@@ -61,14 +103,12 @@ GroupOfKernel group_in_args(const TraceModel& model, const TraceModel::Event& e)
   return g;
 }
 
-GroupOfKernel group_of(const TraceModel& model, const TraceModel::Event& kernel,
-                       const std::unordered_map<std::int64_t, std::uint32_t>& ops) {
-  GroupOfKernel g = group_in_args(model, kernel);
+GroupOfKernel group_of(const TraceModel& model, std::uint32_t kernel, LaunchingOps& ops) {
+  GroupOfKernel g = group_in_args(model, model.event(kernel));
   if (!g.name.empty() && g.seq) return g;
-  const auto id = model.arg_int(kernel, kExternalId);
-  const auto op = id ? ops.find(*id) : ops.end();
-  if (op == ops.end()) return g;
-  GroupOfKernel from_op = group_in_args(model, model.event(op->second));
+  const TraceModel::Event* op = ops.of(kernel);
+  if (op == nullptr) return g;
+  GroupOfKernel from_op = group_in_args(model, *op);
   return from_op.name.empty() ? g : from_op;
 }
 
@@ -88,12 +128,12 @@ void sort_by_start(CommunicatorCollectives& c) {
 }  // namespace
 
 std::vector<CommunicatorCollectives> collectives_by_communicator(const TraceModel& model) {
-  const auto ops = param_comms_ops(model);
+  LaunchingOps ops(model);
   std::map<std::string, CommunicatorCollectives> by_name;
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const TraceModel::Event& e = model.event(i);
     if (!is_communication_kernel_event(model, e)) continue;
-    const GroupOfKernel g = group_of(model, e, ops);
+    const GroupOfKernel g = group_of(model, static_cast<std::uint32_t>(i), ops);
     CommunicatorCollectives& c = by_name[g.name];
     c.name = g.name;
     if (c.description.empty()) c.description = g.description;

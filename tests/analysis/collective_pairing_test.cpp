@@ -24,25 +24,37 @@ struct Group {
 Group tensor_parallel(int rank) { return rank < 2 ? Group{"1", "tp", "[0, 1]"} : Group{"2", "tp", "[2, 3]"}; }
 Group data_parallel(int rank) { return rank % 2 == 0 ? Group{"3", "dp", "[0, 2]"} : Group{"4", "dp", "[1, 3]"}; }
 
+// How a kernel leads to its record_param_comms op: Kineto copies the op's group and "Seq" onto
+// the kernel; older Kineto did not copy "Seq", the kernel naming only the op's External id;
+// a kernel linked to another op of the collective (nccl:all_reduce inside record_param_comms)
+// reaches it through its launch: the ac2g flow from cudaLaunchKernel, inside the op.
+enum class Link { args_on_kernel, external_id, launch_flow };
+
 // A torch.profiler (Kineto) trace of one rank, built collective by collective.
 class KinetoRank {
  public:
   explicit KinetoRank(int rank, bool name_groups = true) : rank_(rank), name_groups_(name_groups) {}
 
-  // The host's record_param_comms op and the NCCL kernel it launched, linked by "External id".
-  // Kineto copies the op's group and "Seq" onto the kernel (`on_kernel`); older Kineto did not
-  // copy "Seq", so the kernel may name only the External id and the op has the rest.
-  void collective(const Group& g, const std::string& collective, int duration_us, bool on_kernel) {
+  // The host's record_param_comms op and the NCCL kernel it launched, linked as `link` says.
+  void collective(const Group& g, const std::string& collective, int duration_us, Link link) {
     const int seq = ++seq_[g.name];
     const int id = next_id_++;
     const std::string group_args = "\"Collective name\":\"" + collective + "\",\"Process Group Name\":\"" + g.name +
                                    "\",\"Process Group Description\":\"" + g.description + "\",\"Process Group Ranks\":\"" +
                                    g.members + "\",\"Seq\":" + std::to_string(seq) + ",\"Group size\":2,\"dtype\":\"Float\"";
     const std::string op_args = name_groups_ ? "," + group_args : "";
-    const std::string kernel_args = name_groups_ && on_kernel ? "," + group_args : "";
-    event("record_param_comms", "cpu_op", 5000 + rank_, now_us_, 5, "{\"External id\":" + std::to_string(id) + op_args + "}");
+    const std::string kernel_args = name_groups_ && link == Link::args_on_kernel ? "," + group_args : "";
+    event("record_param_comms", "cpu_op", 5000 + rank_, now_us_, 8, "{\"External id\":" + std::to_string(id) + op_args + "}");
+    int kernel_id = id;
+    if (link == Link::launch_flow) {
+      kernel_id = next_id_++;
+      event("nccl:" + collective, "cpu_op", 5000 + rank_, now_us_ + 1, 6, "{\"External id\":" + std::to_string(kernel_id) + "}");
+      event("cudaLaunchKernel", "cuda_runtime", 5000 + rank_, now_us_ + 2, 3, "{\"correlation\":" + std::to_string(id) + "}");
+      flow('s', id, 5000 + rank_, 1, now_us_ + 2);
+      flow('f', id, rank_, 20, now_us_ + 10);
+    }
     event("ncclDevKernel_" + collective + "_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "kernel", rank_, now_us_ + 10,
-          duration_us, "{\"External id\":" + std::to_string(id) + ",\"stream\":20" + kernel_args + "}");
+          duration_us, "{\"External id\":" + std::to_string(kernel_id) + ",\"stream\":20" + kernel_args + "}");
     now_us_ += 100;
   }
 
@@ -72,6 +84,12 @@ class KinetoRank {
                ",\"dur\":" + std::to_string(dur) + ",\"args\":" + args + "}";
   }
 
+  void flow(char ph, int id, int pid, int tid, int ts) {
+    events_ += std::string(",\n{\"ph\":\"") + ph + "\",\"id\":" + std::to_string(id) + ",\"pid\":" + std::to_string(pid) +
+               ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + std::to_string(ts) + ",\"cat\":\"ac2g\",\"name\":\"ac2g\"" +
+               (ph == 'f' ? ",\"bp\":\"e\"" : "") + "}";
+  }
+
   int rank_;
   bool name_groups_;
   int next_id_ = 100;
@@ -88,9 +106,10 @@ std::vector<KinetoRank> tp_dp_job(bool name_groups = true) {
   for (int r = 0; r < 4; ++r) {
     KinetoRank k(r, name_groups);
     for (int step = 0; step < 2; ++step) {
-      if (r >= 2) k.collective(tensor_parallel(r), "Broadcast", 15, true);
-      for (int i = 0; i < 2; ++i) k.collective(tensor_parallel(r), "AllReduce", r % 2 == 1 ? 20 : 50, false);
-      k.collective(data_parallel(r), "AllReduce", r >= 2 ? 30 : 80, true);
+      if (r >= 2) k.collective(tensor_parallel(r), "Broadcast", 15, Link::args_on_kernel);
+      k.collective(tensor_parallel(r), "AllReduce", r % 2 == 1 ? 20 : 50, Link::external_id);
+      k.collective(tensor_parallel(r), "AllReduce", r % 2 == 1 ? 20 : 50, Link::launch_flow);
+      k.collective(data_parallel(r), "AllReduce", r >= 2 ? 30 : 80, Link::args_on_kernel);
     }
     ranks.push_back(std::move(k));
   }
@@ -116,7 +135,7 @@ TEST(CollectivePairingTest, GroupAndSequenceComeFromTheKernelOrTheOpThatLaunched
   EXPECT_EQ(tp.name, "2");
   EXPECT_EQ(tp.description, "tp");
   EXPECT_EQ(tp.members, "[2, 3]");
-  EXPECT_TRUE(tp.has_sequence) << "the all-reduces' kernels name only the External id: found on their op";
+  EXPECT_TRUE(tp.has_sequence) << "found on the op the all-reduces' kernels name, or whose launch they come from";
   EXPECT_EQ(tp.seq, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(rank2[1].name, "3");
   EXPECT_EQ(rank2[1].seq, (std::vector<std::int64_t>{1, 2}));
@@ -196,7 +215,7 @@ TEST(CollectivePairingTest, SummariesKeepTheCollectivesSoTheyMergeAlike) {
 TEST(CollectivePairingTest, AKernelOfNoGroupIsLeftOutNotEveryPairing) {
   std::vector<KinetoRank> job = tp_dp_job();
   KinetoRank stray(0, false);
-  stray.collective(data_parallel(0), "AllReduce", 10, false);
+  stray.collective(data_parallel(0), "AllReduce", 10, Link::external_id);
   std::vector<RankSummary> summaries;
   for (const KinetoRank& k : job) summaries.push_back(k.summary());
   summaries[0].communicators.push_back(stray.communicators().front());
