@@ -4,6 +4,7 @@
 #include <cudascope/analysis/rank_summary.h>
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <map>
 #include <numeric>
@@ -112,6 +113,27 @@ GroupOfKernel group_of(const TraceModel& model, std::uint32_t kernel, LaunchingO
   return from_op.name.empty() ? g : from_op;
 }
 
+// Whether an event's category is a kernel's, decided once per category: the rule's test
+// (is_communication_kernel_event) folds the category's case, too dear for every event of a
+// large trace.
+class KernelCategories {
+ public:
+  explicit KernelCategories(const TraceModel& model) : model_(model) {}
+  bool operator()(const TraceModel::Event& e) {
+    auto [it, added] = known_.try_emplace(e.cat, false);
+    if (added) {
+      std::string lower(model_.cat(e));
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      it->second = lower == "kernel";
+    }
+    return it->second;
+  }
+
+ private:
+  const TraceModel& model_;
+  std::unordered_map<std::uint32_t, bool> known_;
+};
+
 void sort_by_start(CommunicatorCollectives& c) {
   std::vector<std::size_t> order(c.start_ns.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -129,10 +151,11 @@ void sort_by_start(CommunicatorCollectives& c) {
 
 std::vector<CommunicatorCollectives> collectives_by_communicator(const TraceModel& model) {
   LaunchingOps ops(model);
+  KernelCategories kernel(model);
   std::map<std::string, CommunicatorCollectives> by_name;
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const TraceModel::Event& e = model.event(i);
-    if (!is_communication_kernel_event(model, e)) continue;
+    if (!e.is_slice() || !kernel(e) || !is_communication_kernel_event(model, e)) continue;
     const GroupOfKernel g = group_of(model, static_cast<std::uint32_t>(i), ops);
     CommunicatorCollectives& c = by_name[g.name];
     c.name = g.name;

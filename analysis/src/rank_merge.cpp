@@ -130,6 +130,27 @@ struct RankInput {
   const RankSummary* summary;
 };
 
+// The inputs' labels, runs of three or more consecutive ranks as "a-b": "0 2", "0-34 36-255".
+std::string rank_list(const std::set<std::size_t>& indices, const std::vector<RankInput>& inputs) {
+  std::string out;
+  auto add = [&](const std::string& text) { out += (out.empty() ? "" : " ") + text; };
+  std::vector<std::size_t> run;  // consecutive ranks not yet written
+  auto flush = [&] {
+    if (run.size() >= 3) add(inputs[run.front()].label + "-" + inputs[run.back()].label);
+    else for (std::size_t i : run) add(inputs[i].label);
+    run.clear();
+  };
+  for (std::size_t i : indices) {
+    const int rank = inputs[i].summary->rank;
+    const bool follows = !run.empty() && rank >= 0 && inputs[run.back()].summary->rank == rank - 1;
+    if (!follows) flush();
+    if (rank < 0) add(inputs[i].label);
+    else run.push_back(i);
+  }
+  flush();
+  return out;
+}
+
 // One communicator's paired collectives: their waits and which rank arrived last.
 class CommunicatorFigures {
  public:
@@ -155,7 +176,7 @@ class CommunicatorFigures {
     row.communicator = name.empty() ? "all" : name;
     row.description = first_ ? first_->description : "";
     row.members = first_ ? first_->members : "";
-    for (std::size_t r : ranks_) row.ranks += (row.ranks.empty() ? "" : " ") + inputs[r].label;
+    row.ranks = rank_list(ranks_, inputs);
     std::vector<std::int64_t> longest, waits;
     std::map<std::string, int> last_counts;
     for (const Item& item : items_) {

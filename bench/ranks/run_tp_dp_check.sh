@@ -98,7 +98,8 @@ want = {frozenset({0, 1}), frozenset({2, 3}), frozenset({0, 2}), frozenset({1, 3
 seen = set()
 for c in report["communicators"]:
     members = frozenset(int(m) for m in re.findall(r"\d+", c["members"]))
-    ranks = frozenset(int(r) for r in c["ranks"].split())
+    ranks = frozenset(r for part in c["ranks"].split()  # "0 2", or runs as "0-3"
+                      for r in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))
     seen.add(ranks)
     check(ranks == members and c["collectives"] > 0 and c["partial"] == 0,
           f"communicator {c['communicator']} ({c['description']}): {c['collectives']} collectives paired on ranks "

@@ -235,7 +235,7 @@ TEST(CollectivePairingTest, TracesWithoutGroupsArePairedByOrderAndSaySo) {
   EXPECT_EQ(report.collective_pairing, CollectivePairing::order);
   ASSERT_EQ(report.communicators.size(), 1u);
   EXPECT_EQ(report.communicators[0].communicator, "all");
-  EXPECT_EQ(report.communicators[0].ranks, "0 1 2 3");
+  EXPECT_EQ(report.communicators[0].ranks, "0-3");
   EXPECT_EQ(report.communicators[0].collectives, 6) << "rank 0's six paired with the first six of ranks 2 and 3";
   EXPECT_EQ(report.communicators[0].partial, 2);
   ASSERT_FALSE(report.notes.empty());

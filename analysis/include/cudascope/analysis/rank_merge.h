@@ -55,7 +55,8 @@ struct CommunicatorRow {
   std::string communicator;     // the process group's name; "all" under order pairing
   std::string description;      // "tp", "default_pg", ... ("" when not named)
   std::string members;          // the group's ranks as the traces name them ("[0, 1]"; "" unknown)
-  std::string ranks;            // the inputs that ran its collectives, by label ("0 1")
+  std::string ranks;            // the inputs that ran its collectives, by label ("0 1"; runs of
+                                // three or more as "0-34")
   int collectives = 0;          // paired on every one of those ranks
   int partial = 0;              // found on some of them only
   std::int64_t median_ns = 0;   // median over paired collectives of the longest kernel
