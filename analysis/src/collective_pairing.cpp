@@ -36,7 +36,8 @@ class LaunchingOps {
       by_track_[e.track].push_back(index);
     }
     for (auto& [track, ops] : by_track_) {
-      std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) { return model.event(a).ts_ns < model.event(b).ts_ns; });
+      std::sort(ops.begin(), ops.end(),
+                [&](std::uint32_t a, std::uint32_t b) { return model.event(a).ts_ns < model.event(b).ts_ns; });
     }
   }
 
@@ -183,11 +184,27 @@ const char* to_string(CollectivePairing rule) noexcept {
   return "order";
 }
 
-CollectivePairing pairing_rule(const std::vector<std::vector<CommunicatorCollectives>>& ranks) {
+namespace {
+
+std::vector<const RankCollectives*> pointers_to(const std::vector<RankCollectives>& ranks) {
+  std::vector<const RankCollectives*> pointers;
+  for (const RankCollectives& r : ranks) pointers.push_back(&r);
+  return pointers;
+}
+
+}  // namespace
+
+CollectivePairing pairing_rule(const std::vector<RankCollectives>& ranks) { return pairing_rule(pointers_to(ranks)); }
+
+std::vector<PairedCollective> pair_collectives(const std::vector<RankCollectives>& ranks, CollectivePairing rule) {
+  return pair_collectives(pointers_to(ranks), rule);
+}
+
+CollectivePairing pairing_rule(const std::vector<const RankCollectives*>& ranks) {
   bool named = true, sequenced = true;
-  for (const auto& communicators : ranks) {
+  for (const RankCollectives* communicators : ranks) {
     bool has_collectives = false, names_a_group = false;
-    for (const CommunicatorCollectives& c : communicators) {
+    for (const CommunicatorCollectives& c : *communicators) {
       if (c.start_ns.empty()) continue;
       has_collectives = true;
       if (c.name.empty()) continue;
@@ -200,8 +217,7 @@ CollectivePairing pairing_rule(const std::vector<std::vector<CommunicatorCollect
   return sequenced ? CollectivePairing::communicator_and_sequence : CollectivePairing::communicator_and_order;
 }
 
-std::vector<PairedCollective> pair_collectives(const std::vector<std::vector<CommunicatorCollectives>>& ranks,
-                                               CollectivePairing rule) {
+std::vector<PairedCollective> pair_collectives(const std::vector<const RankCollectives*>& ranks, CollectivePairing rule) {
   std::map<std::pair<std::string, std::int64_t>, PairedCollective> by_key;
   auto add = [&](const std::string& communicator, std::int64_t key, PairedCollective::Part part) {
     PairedCollective& p = by_key[{communicator, key}];
@@ -210,12 +226,13 @@ std::vector<PairedCollective> pair_collectives(const std::vector<std::vector<Com
     p.parts.push_back(part);
   };
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    const auto& communicators = ranks[r];
+    const RankCollectives& communicators = *ranks[r];
     if (rule == CollectivePairing::order) {
       // Every communicator's collectives of the rank in one start order.
       std::vector<std::pair<std::int64_t, PairedCollective::Part>> all;
       for (std::size_t c = 0; c < communicators.size(); ++c)
-        for (std::size_t i = 0; i < communicators[c].start_ns.size(); ++i) all.push_back({communicators[c].start_ns[i], {r, c, i}});
+        for (std::size_t i = 0; i < communicators[c].start_ns.size(); ++i)
+          all.push_back({communicators[c].start_ns[i], {r, c, i}});
       std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       for (std::size_t k = 0; k < all.size(); ++k) add("", static_cast<std::int64_t>(k), all[k].second);
       continue;

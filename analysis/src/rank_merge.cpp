@@ -155,14 +155,14 @@ std::string rank_list(const std::set<std::size_t>& indices, const std::vector<Ra
 class CommunicatorFigures {
  public:
   void add(const PairedCollective& p, const std::vector<RankInput>& inputs,
-           const std::vector<std::vector<CommunicatorCollectives>>& collectives) {
+           const std::vector<const RankCollectives*>& collectives) {
     std::set<std::size_t> ranks_here;
     std::int64_t longest = INT64_MIN, shortest = INT64_MAX;
     std::size_t last = 0;
     for (const auto& part : p.parts) {
       ranks_here.insert(part.rank);
       ranks_.insert(part.rank);
-      const CommunicatorCollectives& c = collectives[part.rank][part.communicator];
+      const CommunicatorCollectives& c = (*collectives[part.rank])[part.communicator];
       if (first_ == nullptr) first_ = &c;
       const std::int64_t duration = c.end_ns[part.index] - c.start_ns[part.index];
       longest = std::max(longest, duration);
@@ -225,8 +225,8 @@ class CommunicatorFigures {
 
 // Pairs the ranks' collectives (collective_pairing.h) and sums them up per communicator.
 void add_communicators(const std::vector<RankInput>& inputs, RankReport& report) {
-  std::vector<std::vector<CommunicatorCollectives>> collectives;
-  for (const RankInput& input : inputs) collectives.push_back(input.summary->communicators);
+  std::vector<const RankCollectives*> collectives;
+  for (const RankInput& input : inputs) collectives.push_back(&input.summary->communicators);
   report.collective_pairing = pairing_rule(collectives);
   std::map<std::string, CommunicatorFigures> by_name;
   for (const PairedCollective& p : pair_collectives(collectives, report.collective_pairing)) {
@@ -240,8 +240,8 @@ void add_communicators(const std::vector<RankInput>& inputs, RankReport& report)
     }
   }
   std::int64_t unnamed = 0;
-  for (const auto& communicators : collectives)
-    for (const CommunicatorCollectives& c : communicators) unnamed += c.name.empty() ? std::int64_t(c.start_ns.size()) : 0;
+  for (const RankCollectives* communicators : collectives)
+    for (const CommunicatorCollectives& c : *communicators) unnamed += c.name.empty() ? std::int64_t(c.start_ns.size()) : 0;
   if (report.collective_pairing != CollectivePairing::order && unnamed > 0) {
     report.notes.push_back(std::to_string(unnamed) + " communication kernels name no process group (their op was not " +
                            "recorded): left unpaired");

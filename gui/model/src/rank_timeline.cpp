@@ -69,7 +69,7 @@ ClockAlignment align_on_paired_collectives(const std::vector<analysis::Communica
   for (const auto& c : reference) reference_names.insert(c.name);
   for (const auto& c : rank) names.insert(c.name);
   bool one_sided = false;
-  for (const auto& paired : analysis::pair_collectives({reference, rank}, rule)) {
+  for (const auto& paired : analysis::pair_collectives(std::vector<const analysis::RankCollectives*>{&reference, &rank}, rule)) {
     const auto& first = paired.parts.front();
     const auto& last = paired.parts.back();
     if (first.rank == 0 && last.rank == 1) {

@@ -29,6 +29,9 @@ struct CommunicatorCollectives {
   std::vector<std::int64_t> start_ns, end_ns;
 };
 
+// One rank's collectives, by communicator.
+using RankCollectives = std::vector<CommunicatorCollectives>;
+
 // A trace's communication kernels (is_communication_kernel_event) by communicator: the
 // group and sequence number from the kernel's args, else from the record_param_comms op of
 // the same "External id" (the op that launched it). Kernels of no named group form one
@@ -45,7 +48,9 @@ const char* to_string(CollectivePairing rule) noexcept;
 // no group. Ranks without collectives do not weaken it. Under the communicator rules, kernels
 // of no named group (a collective whose op fell outside torch.profiler's window) stay
 // unpaired rather than turning every rank back to order.
-CollectivePairing pairing_rule(const std::vector<std::vector<CommunicatorCollectives>>& ranks);
+// The ranks are given by pointer so a merge of many summaries pairs them without a copy.
+CollectivePairing pairing_rule(const std::vector<const RankCollectives*>& ranks);
+CollectivePairing pairing_rule(const std::vector<RankCollectives>& ranks);
 
 // One operation across ranks: its part on each rank that ran it.
 struct PairedCollective {
@@ -60,7 +65,7 @@ struct PairedCollective {
 };
 // Pairs the ranks' collectives by `rule`; ordered by communicator, then key. Under the
 // communicator rules, the communicator named "" is left out.
-std::vector<PairedCollective> pair_collectives(const std::vector<std::vector<CommunicatorCollectives>>& ranks,
-                                               CollectivePairing rule);
+std::vector<PairedCollective> pair_collectives(const std::vector<const RankCollectives*>& ranks, CollectivePairing rule);
+std::vector<PairedCollective> pair_collectives(const std::vector<RankCollectives>& ranks, CollectivePairing rule);
 
 }  // namespace cudascope::analysis
