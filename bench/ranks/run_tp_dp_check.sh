@@ -69,14 +69,14 @@ echo "== 3. stats of the torch.profiler traces"
 # shellcheck disable=SC2086
 "$CLI" stats $KINETO | tee "$OUT/stats_kineto.txt"
 # shellcheck disable=SC2086
-"$CLI" stats --json $KINETO > "$OUT/stats_kineto.json"
+"$CLI" stats --json $KINETO > "$OUT/stats_kineto.json" || fail "cudascope stats --json of the Kineto traces"
 r=0
 while [ "$r" -lt "$NPROC" ]; do
-  "$CLI" stats --summary-out "$OUT/summary_kineto_$r.json" "$OUT/kineto_$r.json"
+  "$CLI" stats --summary-out "$OUT/summary_kineto_$r.json" "$OUT/kineto_$r.json" || fail "--summary-out of kineto_$r.json"
   r=$((r + 1))
 done
 # shellcheck disable=SC2086
-"$CLI" stats --json $SUMMARIES > "$OUT/stats_summaries.json"
+"$CLI" stats --json $SUMMARIES > "$OUT/stats_summaries.json" || fail "cudascope stats --json of the summaries"
 if cmp -s "$OUT/stats_kineto.json" "$OUT/stats_summaries.json"; then
   pass "the summaries merge to the traces' tables"
 else
@@ -114,7 +114,7 @@ echo "== 4. stats of cudascope's own traces"
 # shellcheck disable=SC2086
 "$CLI" stats $OURS | tee "$OUT/stats_ours.txt"
 # shellcheck disable=SC2086
-"$CLI" stats --json $OURS > "$OUT/stats_ours.json"
+"$CLI" stats --json $OURS > "$OUT/stats_ours.json" || fail "cudascope stats --json of cudascope's traces"
 python3 - "$OUT" "$NPROC" <<'PY' || failures=$((failures + 1))
 import gzip, json, sys
 out, nproc = sys.argv[1], int(sys.argv[2])
