@@ -9,14 +9,18 @@
 #   symbols   every installed shared library exports its own API only, needs libstdc++.so.6
 #   ctest     the whole ctest suite on the cuda backend: zero failures
 #   journey1  a snapshot PyTorch writes of a training run: snapshot-stats equals Python's figures
-#   journey2  a training loop under `run --metrics` (with and without --no-trace) and a job on
-#             our allocator with CUDASCOPE_METRICS, scraped every 200 ms for the whole run
+#   journey2  a training loop under `run --metrics` (with a trace; without, counting every kernel;
+#             without, sampling kernel records) and a job on our allocator with CUDASCOPE_METRICS,
+#             scraped every 200 ms for the whole run
 #   journey3  the wrapped loop's kernels, name by name, equal torch.profiler's for the same steps
 #   replays   every recorded sequence in tests/data on the cuda backend against PyTorch's figures,
 #             beside PyTorch replaying the same sequences on this GPU
 #   whatif    `cudascope whatif` against the peaks PyTorch reserves under each setting, to the byte
 #   torch     graph pools, pinned-memory statistics and RNG against PyTorch on this GPU
-#   ranks     with 2+ GPUs: the DDP check (bench/ranks) and comm against torch.cuda.comm
+#   ranks     with 2+ GPUs: the DDP check (bench/ranks) and comm against torch.cuda.comm; with 4+
+#             GPUs collectives of two process groups paired by communicator (run_tp_dp_check.sh)
+#   overhead  plain against metrics-only, 9 rounds, against 1.02x (run by name: not yet one of
+#             the stages run by default, while metrics-only's cost is being brought under it)
 #   report    the summary line and OUT/gpu-verification.md
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.
@@ -102,9 +106,14 @@ stage_journey2() {
     python3 "$train" --steps 40 --warmup 2 --linger 1.5
   traced=$("$cli" stats --json "$out/journey2_trace.json.gz" 2>/dev/null |
     python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null)
+  # Exact counts without a trace (CUDASCOPE_METRICS_SAMPLING=0), then the default: kernel
+  # records in sampled windows, whose estimate must be of the traced count's size.
   check journey2-metrics-no-trace journey2_no_trace.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
-    --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- \
+    --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- env CUDASCOPE_METRICS_SAMPLING=0 \
     "$cli" run --metrics 127.0.0.1:9472 --no-trace -- python3 "$train" --steps 40 --warmup 2 --linger 1.5
+  check journey2-metrics-sampled journey2_sampled.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
+    --addr 127.0.0.1:9474 --interval 0.2 --estimated "${traced:-0}" --tolerance 0.5 -- \
+    "$cli" run --metrics 127.0.0.1:9474 --no-trace -- python3 "$train" --steps 40 --warmup 2 --linger 1.5
   check journey2-torch-allocator-metrics journey2_allocator.log env PYTHONPATH="$build/lib" \
     CUDASCOPE_METRICS=127.0.0.1:9473 CUBLAS_WORKSPACE_CONFIG=:4096:8 \
     python3 "$root/bench/journeys/metrics_scrape_check.py" --addr 127.0.0.1:9473 --interval 0.2 --allocator -- \
@@ -158,6 +167,17 @@ stage_ranks() {
   check ranks-ddp ranks_ddp.log "$root/bench/ranks/run_ddp_check.sh" "$build" "$out/ranks"
   CUDASCOPE_BACKEND=cuda check comm-vs-torch-cuda-comm comm.log python3 "$root/bench/torch_compare/comm_check.py" \
     --comm-dump "$(driver comm_dump)"
+  if [ "$(gpu_count)" -ge 4 ]; then
+    check ranks-tp-dp-by-communicator ranks_tp_dp.log bash "$root/bench/ranks/run_tp_dp_check.sh" "$cli" "$out/tp_dp"
+  fi
+}
+
+# What metrics cost a job: plain against metrics-only (`run --metrics --no-trace`), 9 rounds
+# alternating, against 1.02x (bench/profiler/run_overhead_bench.py; the whole table of
+# recording modes is that script's default run). About 3 minutes.
+stage_overhead() {
+  check overhead-metrics-only overhead.log python3 "$root/bench/profiler/run_overhead_bench.py" --cli "$cli" \
+    --configs metrics-only --rounds 9
 }
 
 stage_report() {

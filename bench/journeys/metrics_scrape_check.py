@@ -6,12 +6,17 @@ agree with the run's own record:
 
   trace:     `cudascope run --metrics ADDR -o T -- JOB`: cudascope_kernels_total summed equals the
              kernel count `cudascope stats --json T` reads from the trace of the same run;
-  count N:   (--no-trace) the kernel total equals N, the count of a traced run of the same
-             deterministic job;
+  count N:   (--no-trace with CUDASCOPE_METRICS_SAMPLING=0) the kernel total equals N, the
+             count of a traced run of the same deterministic job;
+  estimate N: (--no-trace, sampled kernel records, the default) the sampling ratio is exported
+             and cudascope_kernels_estimated_total lies within --tolerance of N, relatively (the
+             estimator's error bound is tested in tests/metrics; here: the job's figures are
+             served, and are of the right size);
   allocator: a job on cudascope's allocator with CUDASCOPE_METRICS=ADDR: the last scrape's
              allocated/reserved peak bytes equal the memory_stats the job printed (JSON line).
 
-  metrics_scrape_check.py --addr ADDR --interval 0.2 [--trace T --cudascope CLI | --kernels N | --allocator] -- COMMAND...
+  metrics_scrape_check.py --addr ADDR --interval 0.2 [--trace T --cudascope CLI | --kernels N |
+                          --estimated N [--tolerance F] | --allocator] -- COMMAND...
 Prints the figures and a PASS/FAIL line; exit 1 on failure."""
 import argparse
 import json
@@ -66,6 +71,8 @@ def main():
     parser.add_argument("--trace")
     parser.add_argument("--cudascope")
     parser.add_argument("--kernels", type=int)
+    parser.add_argument("--estimated", type=int)
+    parser.add_argument("--tolerance", type=float, default=0.5)
     parser.add_argument("--allocator", action="store_true")
     parser.add_argument("--save-last", help="write the last scrape here")
     args, command = parser.parse_known_args()
@@ -93,6 +100,15 @@ def main():
         detail += f"; kernels: last scrape {kernels:.0f}, traced run {args.kernels}"
         if kernels != args.kernels:
             problems.append("the last scrape's kernel total differs from the traced run's")
+    if args.estimated is not None:
+        estimate = metric_sum(last, "cudascope_kernels_estimated_total")
+        ratio = metric_sum(last, "cudascope_kernel_sampling_ratio")
+        detail += (f"; kernels: last scrape's estimate {estimate:.0f} at sampling ratio {ratio:.3f}, "
+                   f"traced run {args.estimated}")
+        if not 0 < ratio < 1:
+            problems.append("no sampling ratio between 0 and 1 was exported")
+        if abs(estimate - args.estimated) > args.tolerance * args.estimated:
+            problems.append(f"the estimate is off the traced count by more than {args.tolerance:.0%}")
     if args.allocator:
         printed = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
         stats = printed[-1]["stats"] if printed else {}

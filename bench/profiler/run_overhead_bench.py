@@ -234,8 +234,8 @@ def loop_table(loop, title, results, config_names):
 
 
 def estimate_table(results, count_launches):
-    sampled = [r["scrape"] for r in results["metrics-only"].values() if r.get("scrape")]
-    exact = [r["scrape"] for r in results["metrics+trace"].values() if r.get("scrape")]
+    sampled = [r["scrape"] for r in results.get("metrics-only", {}).values() if r.get("scrape")]
+    exact = [r["scrape"] for r in results.get("metrics+trace", {}).values() if r.get("scrape")]
     print("\n### Metrics-only estimates against the counts of a full trace\n")
     if not sampled or not exact:
         print("no scrapes to compare (see the errors above)")
@@ -300,6 +300,8 @@ def main():
     parser.add_argument("--sample-window", type=float, default=None, help="CUDASCOPE_METRICS_SAMPLE_WINDOW (s)")
     parser.add_argument("--sample-period", type=float, default=None, help="CUDASCOPE_METRICS_SAMPLE_PERIOD (s)")
     parser.add_argument("--timeout", type=int, default=180, help="seconds one run may take")
+    parser.add_argument("--configs", default=None,
+                        help="comma-separated configurations to run beside plain (default: all), e.g. metrics-only")
     args = parser.parse_args()
     args.rounds = args.rounds or (5 if args.quick else 9)
     args.transformer_steps = args.transformer_steps or (10 if args.quick else 30)
@@ -307,6 +309,13 @@ def main():
         sys.exit(f"run_overhead_bench: {args.cli} is not an executable cudascope (give --cli)")
 
     config_list = configs(args.count_launches)
+    if args.configs:
+        wanted = {"plain"} | {name.strip() for name in args.configs.split(",")}
+        unknown = wanted - {c.name for c in config_list}
+        if unknown:
+            sys.exit(f"run_overhead_bench: --configs: unknown {', '.join(sorted(unknown))}; "
+                     f"known: {', '.join(c.name for c in config_list)}")
+        config_list = [c for c in config_list if c.name in wanted]
     names = [c.name for c in config_list]
     results = {name: {} for name in names}
     tmp = tempfile.mkdtemp(prefix="cudascope-overhead-")
@@ -323,6 +332,9 @@ def main():
                 result = run_once(config, args, tmp, r)
                 if result is not None:
                     results[config.name][r] = result
+                    # As it goes: a run cut short at its time limit still leaves the figures so far.
+                    print(f"  round {r + 1} {config.name}: mlp {result['mlp_seconds']:.4f} s, "
+                          f"transformer {result['transformer_seconds']:.4f} s", file=sys.stderr, flush=True)
             print(f"round {r + 1}/{args.rounds} done, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
 
         print(f"## Recording overhead, {args.rounds} rounds alternating "
