@@ -3,7 +3,9 @@
 #include "trace_json.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace cudascope::analysis {
 namespace {
@@ -62,7 +64,8 @@ std::uint64_t TraceModelBuilder::store_args(std::string_view text) {
   const std::uint64_t need = sizeof(std::uint32_t) + text.size();
   if (model_.args_chunks_.empty() || model_.args_used_ + need > model_.args_chunk_size_) {
     model_.args_chunk_size_ = std::max(kArgsChunk, need);
-    model_.args_chunks_.push_back(std::make_unique<char[]>(model_.args_chunk_size_));
+    // Not zeroed: each byte is written before it is read, and a small trace touches few pages.
+    model_.args_chunks_.push_back(std::make_unique_for_overwrite<char[]>(model_.args_chunk_size_));
     model_.args_bytes_ += model_.args_chunk_size_;
     model_.args_used_ = 0;
   }
@@ -76,8 +79,11 @@ std::uint64_t TraceModelBuilder::store_args(std::string_view text) {
 }
 
 void TraceModelBuilder::add(const EventDraft& d) {
-  if ((model_.count_ & TraceModel::kChunkMask) == 0 && (model_.count_ >> TraceModel::kChunkBits) == model_.chunks_.size())
-    model_.chunks_.push_back(std::make_unique<TraceModel::Event[]>(std::size_t{1} << TraceModel::kChunkBits));
+  if ((model_.count_ & TraceModel::kChunkMask) == 0 && (model_.count_ >> TraceModel::kChunkBits) == model_.chunks_.size()) {
+    auto* chunk = static_cast<TraceModel::Event*>(std::malloc(sizeof(TraceModel::Event) << TraceModel::kChunkBits));
+    if (chunk == nullptr) throw std::bad_alloc();
+    model_.chunks_.emplace_back(chunk);
+  }
   TraceModel::Event& e = at(model_.count_);
   e = TraceModel::Event{};
   e.ph = d.ph;

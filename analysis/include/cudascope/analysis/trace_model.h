@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -187,7 +188,13 @@ class TraceModel {
   static constexpr unsigned kChunkBits = 16;
   static constexpr std::size_t kChunkMask = (std::size_t{1} << kChunkBits) - 1;
 
-  std::vector<std::unique_ptr<Event[]>> chunks_;  // fixed-size chunks: growth never copies
+  // Fixed-size chunks (growth never copies) in storage from malloc, not new[]: constructing a
+  // chunk's 65,536 events would write all 3 MB of it for a trace of a few events, and each
+  // event is written when added (an Event is an aggregate, so malloc's storage holds Events).
+  struct FreeChunk {
+    void operator()(Event* chunk) const noexcept { std::free(chunk); }
+  };
+  std::vector<std::unique_ptr<Event[], FreeChunk>> chunks_;
   std::size_t count_ = 0;
   // Args text, each a 4-byte length then the bytes; a handle is (chunk << 32 | offset).
   std::vector<std::unique_ptr<char[]>> args_chunks_;
