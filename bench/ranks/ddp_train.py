@@ -13,6 +13,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from rank_steps import run_steps
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
@@ -52,20 +54,7 @@ def main():
 
     for i in range(3):  # warm-up: NCCL communicators, cuBLAS handles
         step(-1 - i)
-    started = time.perf_counter()
-    if args.kineto:
-        from torch.profiler import ProfilerActivity, profile, schedule
-
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                     schedule=schedule(wait=0, warmup=1, active=args.steps - 1)) as prof:
-            for i in range(args.steps):
-                step(i)
-                prof.step()
-        prof.export_chrome_trace(args.kineto.replace("%r", str(rank)))
-    else:
-        for i in range(args.steps):
-            step(i)
-    elapsed = time.perf_counter() - started
+    elapsed = run_steps(step, args.steps, args.kineto, rank)
     print(f"rank {rank}: {args.steps} steps in {elapsed * 1e3:.1f} ms ({elapsed / args.steps * 1e3:.2f} ms/step)", flush=True)
     dist.destroy_process_group()
 

@@ -15,10 +15,11 @@ PATTERN's %r replaced by the rank.
 """
 import argparse
 import os
-import time
 
 import torch
 import torch.distributed as dist
+
+from rank_steps import run_steps
 
 TP_PAIRS = ([0, 1], [2, 3])
 DP_PAIRS = ([0, 2], [1, 3])
@@ -120,20 +121,7 @@ def main():
 
     for i in range(2):  # warm-up: NCCL communicators of both groups, cuBLAS handles
         step(-1 - i)
-    started = time.perf_counter()
-    if args.kineto:
-        from torch.profiler import ProfilerActivity, profile, schedule
-
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                     schedule=schedule(wait=0, warmup=1, active=args.steps - 1)) as prof:
-            for i in range(args.steps):
-                step(i)
-                prof.step()
-        prof.export_chrome_trace(args.kineto.replace("%r", str(rank)))
-    else:
-        for i in range(args.steps):
-            step(i)
-    elapsed = time.perf_counter() - started
+    elapsed = run_steps(step, args.steps, args.kineto, rank)
     print(f"rank {rank} (tp {TP_PAIRS[tp_index]}, dp {DP_PAIRS[dp_index]}): {args.steps} steps in "
           f"{elapsed * 1e3:.1f} ms", flush=True)
     dist.barrier()
