@@ -51,7 +51,7 @@ if [[ "$which" == all || "$which" == asan ]] && [[ "$phase" != build ]]; then
   # handles, IPC, graphs' pools, the stream sanitizer, the sessions. Not the integration tests
   # (whole `cudascope run` programs, timed by the main run). The allocator's random-operation
   # test runs a quarter of its 1,000,000 operations, the model test a quarter of its steps and
-  # the trace fuzz test half its rounds: the main run does the full volume at -O2, and here
+  # the fuzz tests of traces and snapshots half their rounds: the main run does the full volume at -O2, and here
   # the same paths repeat at ASan's threefold cost.
   export CUDASCOPE_MODEL_OPS=5000 CUDASCOPE_FUZZ_ROUNDS=750
   find build-asan -name '*.gcda' -delete  # coverage counts of this run only

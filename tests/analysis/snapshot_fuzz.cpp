@@ -3,6 +3,7 @@
 // deterministic corpus: every snap_* file, truncations of the small fixtures at many
 // lengths, and thousands of garbled variants (flipped, inserted, deleted bytes).
 #include "snapshot_test_support.h"
+#include "test_volume.h"
 
 #include <cudascope/analysis/allocator_replay.h>
 #include <cudascope/analysis/figures.h>
@@ -94,7 +95,8 @@ TEST(SnapshotFuzzTest, GarbledVariantsNeverCrash) {
     const std::string seed = read_file(data_path(name));
     ASSERT_TRUE(load_snapshot_from_bytes(seed, "seed")) << name;
     // Garbling gzip exercises the inflate path; fewer rounds, as each one inflates the file.
-    const int rounds = uint8_t(seed[0]) == 0x1f ? 300 : 1500;
+    const int plain_rounds = cudascope::testing::volume_from_env("CUDASCOPE_FUZZ_ROUNDS", 1500);
+    const int rounds = uint8_t(seed[0]) == 0x1f ? plain_rounds / 5 : plain_rounds;
     for (int round = 0; round < rounds; ++round) {
       std::string bytes = seed;
       const int edits = 1 + static_cast<int>(rng() % 8);

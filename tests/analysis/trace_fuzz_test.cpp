@@ -4,6 +4,7 @@
 // and a byte offset. Runs under ASan and UBSan in CI (.ci/sanitizers.sh).
 //
 // Also: input that never ends (/dev/zero) and a gzip bomb stop at the budget.
+#include "test_volume.h"
 #include "trace_test_support.h"
 
 #include <cudascope/analysis/trace_loader.h>
@@ -79,7 +80,7 @@ TEST(TraceFuzzTest, MutatedFixturesLoadOrFailWithAnOffset) {
   seeds.push_back(kineto.substr(0, 24000));
   seeds.push_back(kineto.substr(kineto.size() - 12000));
   std::mt19937 rng(20261123);
-  const int rounds = std::getenv("CUDASCOPE_FUZZ_ROUNDS") ? std::atoi(std::getenv("CUDASCOPE_FUZZ_ROUNDS")) : 1500;
+  const int rounds = cudascope::testing::volume_from_env("CUDASCOPE_FUZZ_ROUNDS", 1500);
   for (int round = 0; round < rounds; ++round) {
     const std::string& seed = seeds[static_cast<std::size_t>(round) % seeds.size()];
     const std::string text = mutate(seed, rng);
