@@ -6,14 +6,13 @@ PATTERN's %r replaced by the rank. --slow-rank R adds --slow-ms of extra matmuls
 before backward, so the others wait in the all-reduce: their exposed communication grows.
 """
 import argparse
-import os
 import time
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from rank_steps import run_steps
+from rank_steps import join_process_group, run_steps
 
 
 def main():
@@ -27,14 +26,11 @@ def main():
     p.add_argument("--kineto", default="", help="torch.profiler trace per rank, e.g. out/kineto_%%r.json")
     args = p.parse_args()
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl")
-    rank = dist.get_rank()
+    rank, _ = join_process_group()
     layers = []
     for _ in range(args.layers):
         layers += [torch.nn.Linear(args.width, args.width), torch.nn.ReLU()]
-    model = DDP(torch.nn.Sequential(*layers).cuda(), device_ids=[local_rank])
+    model = DDP(torch.nn.Sequential(*layers).cuda(), device_ids=[torch.cuda.current_device()])
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(args.batch, args.width, device="cuda")
     filler = torch.randn(2048, 2048, device="cuda")

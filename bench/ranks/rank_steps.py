@@ -1,10 +1,22 @@
-"""The timed steps of a rank's training loop, shared by the rank checks' training scripts:
-`steps` calls of step(i), under torch.profiler when `kineto` names the trace to write (%r
-becomes the rank; the first step is the profiler's warm-up). Returns the seconds they took."""
+"""What the rank checks' training scripts share: joining the job's process group on this
+rank's GPU, and the timed steps of the loop."""
+import os
 import time
 
 
+def join_process_group():
+    """torchrun's rank on its local GPU in the NCCL process group; returns (rank, world size)."""
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group("nccl")
+    return dist.get_rank(), dist.get_world_size()
+
+
 def run_steps(step, steps, kineto, rank):
+    """`steps` calls of step(i), under torch.profiler when `kineto` names the trace to write
+    (%r becomes the rank; the first step is the profiler's warm-up). Returns the seconds taken."""
     started = time.perf_counter()
     if kineto:
         from torch.profiler import ProfilerActivity, profile, schedule

@@ -14,12 +14,11 @@ torch.profiler trace (ProfilerStep#N, record_param_comms with the process group 
 PATTERN's %r replaced by the rank.
 """
 import argparse
-import os
 
 import torch
 import torch.distributed as dist
 
-from rank_steps import run_steps
+from rank_steps import join_process_group, run_steps
 
 TP_PAIRS = ([0, 1], [2, 3])
 DP_PAIRS = ([0, 2], [1, 3])
@@ -83,10 +82,7 @@ def main():
     p.add_argument("--kineto", default="", help="torch.profiler trace per rank, e.g. out/kineto_%%r.json")
     args = p.parse_args()
 
-    local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = join_process_group()
     if world != 4:
         raise SystemExit(f"tp_dp_train.py needs 4 ranks (torchrun --nproc-per-node 4), got {world}")
     # Every rank creates every group, in one order: the groups' names ("1".."4") agree across ranks.
