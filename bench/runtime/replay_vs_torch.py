@@ -29,13 +29,14 @@ def differing(a, b):
 
 def replay(cli, seq, env, addresses=None):
     """Our memory_stats() for SEQ, or None with the error printed."""
-    args = [cli, "replay", seq]
-    if addresses is not None:
-        path = os.path.join(tempfile.mkdtemp(), "segments.json")
-        with open(path, "w") as f:
-            json.dump(addresses, f)
-        args += ["--recorded-addresses", path]
-    run = subprocess.run(args, capture_output=True, text=True, env=env)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [cli, "replay", seq]
+        if addresses is not None:
+            path = os.path.join(tmp, "segments.json")
+            with open(path, "w") as f:
+                json.dump(addresses, f)
+            args += ["--recorded-addresses", path]
+        run = subprocess.run(args, capture_output=True, text=True, env=env)
     if run.returncode != 0:
         print(f"{os.path.basename(seq)}: cudascope replay failed: {run.stderr.strip()[:300]}")
         return None
