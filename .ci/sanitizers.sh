@@ -32,8 +32,13 @@ run() {  # run BUILD_DIR TEST...
   for t in "$@"; do
     echo "== $dir: $t"
     # The allocator's replays need room for PyTorch's peaks on the sim device (as ctest sets).
+    # Not those recorded with expandable segments: each segment reserves 1 1/8 of the device
+    # (144 GiB here, per stream and pool), and ThreadSanitizer leaves the process about 1.5 TiB
+    # of address space, so the sim reserves them smaller and a replay that maps past that
+    # differs from the GPU's (the main ctest and the ASan run replay them whole).
     if [[ "$t" == allocator_test ]]; then
-      CUDASCOPE_SIM_MEMORY=128GiB "$dir/tests/runtime/$t" --gtest_brief=1
+      CUDASCOPE_SIM_MEMORY=128GiB "$dir/tests/runtime/$t" --gtest_brief=1 \
+        --gtest_filter='-Recorded/ReplayTest.GivesPyTorchsMemoryStatsExactly/*expandable*'
     else
       "$(find "$dir/tests" -name "$t" -type f -perm -u+x | head -n 1)" --gtest_brief=1
     fi

@@ -7,6 +7,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -330,11 +331,15 @@ void TraceBuffer::release() noexcept {
 
 static_assert(std::is_trivially_copyable_v<TraceRecord> && std::is_trivially_destructible_v<TraceRecord>);
 
+void TraceBuffer::Unmap::operator()(TraceRecord* p) const noexcept { munmap(p, bytes); }
+
 // Reserved without being written: pages are touched only as records fill them.
 TraceRecord& TraceBuffer::grown_slot() noexcept {
   const std::size_t capacity = std::min(max_entries_, std::max(kReserved, 2 * capacity_));
-  auto* grown = static_cast<TraceRecord*>(::operator new[](capacity * sizeof(TraceRecord), std::nothrow));
-  if (grown == nullptr) {
+  const std::size_t bytes = capacity * sizeof(TraceRecord);
+  void* grown = data_ ? mremap(data_.get(), data_.get_deleter().bytes, bytes, MREMAP_MAYMOVE)
+                      : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (grown == MAP_FAILED) {  // the old mapping, if any, is untouched
     if (capacity_ == 0) {
       ++dropped_;
       return dropped_slot_;
@@ -342,8 +347,8 @@ TraceRecord& TraceBuffer::grown_slot() noexcept {
     length_ = capacity_;  // full now: slot() overwrites the oldest from here on
     return slot();
   }
-  std::copy(data_.get(), data_.get() + size_, grown);
-  data_.reset(grown);
+  (void)data_.release();  // mremap moved or kept it: the old address is no longer ours
+  data_ = std::unique_ptr<TraceRecord[], Unmap>(static_cast<TraceRecord*>(grown), Unmap{bytes});
   capacity_ = capacity;
   return data_[size_++];
 }

@@ -144,12 +144,16 @@ class TraceBuffer {
 
  private:
   TraceRecord& grown_slot() noexcept;
-  // Storage from ::operator new[]: records are trivially copyable, and a new-expression
-  // would zero every record's context, touching all the pages at once.
-  struct Unconstructed {
-    void operator()(TraceRecord* p) const noexcept { ::operator delete[](p); }
+  // Storage is a mapping of its own (records are trivially copyable; a new-expression would
+  // zero every record's context, touching all the pages at once). Never heap memory freed
+  // by other code: a ring of tens of MiB goes back to the system when recording stops, it
+  // grows by mremap without a copy, and out of address space it fails the same way wherever
+  // the process's heap happens to stand.
+  struct Unmap {
+    std::size_t bytes;  // no initializer: a nested class's would make it not default-constructible here
+    void operator()(TraceRecord* p) const noexcept;
   };
-  std::unique_ptr<TraceRecord[], Unconstructed> data_;
+  std::unique_ptr<TraceRecord[], Unmap> data_;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
   std::size_t next_ = 0;  // the oldest record once full

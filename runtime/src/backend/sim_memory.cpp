@@ -19,17 +19,20 @@
 namespace cudascope::cuda::detail {
 namespace {
 
-// Each device gets its own terabyte of address space at a fixed place when the kernel
-// allows it, so addresses repeat from run to run (replays and snapshots compare equal).
+// Each device gets its own range of address space at a fixed place when the kernel allows
+// it, so addresses repeat from run to run (replays and snapshots compare equal).
 constexpr std::uintptr_t kFirstDeviceBase = 0x200000000000ULL;
-constexpr std::uintptr_t kDeviceSpan = 0x10000000000ULL;  // 1 TiB per device
+constexpr std::uintptr_t kDeviceSpan = 0x40000000000ULL;  // 4 TiB per device
 
-// The address range of a device of `capacity` bytes: room for cudaMalloc's chunks, the gaps
-// between them, and expandable segments' reservations (which reserve more than they map),
-// at 8x the capacity, at least 64 GiB and at most the device's terabyte.
+// The address range of a device of `capacity` bytes: room for cudaMalloc's chunks and the
+// gaps between them (8x the capacity) and for expandable segments, each of which reserves
+// 1 1/8 of the device as PyTorch does on a GPU (two pools per stream: 24 segments fit), at
+// least 64 GiB and at most the device's span. A segment whose reservation finds no room
+// is reserved smaller, and a replay that maps past it differs from the GPU's.
 std::size_t address_span(std::size_t capacity) {
   constexpr std::size_t kMin = std::size_t{64} << 30;
-  std::size_t span = capacity > kDeviceSpan / 8 ? kDeviceSpan : capacity * 8;
+  constexpr std::size_t kPerCapacity = 8 + 24 * 9 / 8;
+  std::size_t span = capacity > kDeviceSpan / kPerCapacity ? kDeviceSpan : capacity * kPerCapacity;
   if (span < kMin) span = kMin;
   return span / SimAddressSpace::kChunkUnit * SimAddressSpace::kChunkUnit;
 }
