@@ -20,6 +20,12 @@ training loop and a compute-bound transformer training step. Configurations:
   torch CPU+CUDA    torch.profiler, CPU and CUDA
   (--count-launches adds metrics-only with CUDASCOPE_METRICS_COUNT_LAUNCHES=1)
 
+Run only when --configs names them, to tell where metrics-only's cost comes from:
+
+  mo-kernel-kinds   metrics-only with --activities kernel (no copy, memset, sync, memory records)
+  mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
+  mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
+
 Reported per loop: the median seconds of each configuration, the ratio of medians against
 plain, and the spread of the per-round ratios (each against the plain run of its own round):
 min-max and interquartile range. The estimate's error: both metrics runs scrape their own
@@ -61,18 +67,22 @@ MARKER = "OVERHEAD_BENCH "
 
 
 class Config:
-    def __init__(self, name, cudascope_args=None, torch_profiler=None, scrape=False, env=None):
+    def __init__(self, name, cudascope_args=None, torch_profiler=None, scrape=False, env=None, diagnostic=False):
         self.name = name
         self.cudascope_args = cudascope_args  # None: not under cudascope run
         self.torch_profiler = torch_profiler
         self.scrape = scrape
         self.env = env or {}
+        self.diagnostic = diagnostic  # run only when --configs names it
+
+
+METRICS_ONLY = ["--metrics", "{bind}", "--no-trace", "--window-dir", "{tmp}"]
 
 
 def configs(count_launches):
     out = [
         Config("plain"),
-        Config("metrics-only", ["--metrics", "{bind}", "--no-trace", "--window-dir", "{tmp}"], scrape=True),
+        Config("metrics-only", METRICS_ONLY, scrape=True),
         Config("metrics+trace", ["--metrics", "{bind}", "-o", "{tmp}/metrics_trace.json.gz"], scrape=True),
         Config("default trace", ["-o", "{tmp}/default.json.gz"]),
         Config("kernel-only trace", ["-o", "{tmp}/kernel.json.gz", "--activities", "kernel"]),
@@ -80,8 +90,17 @@ def configs(count_launches):
         Config("torch CPU+CUDA", torch_profiler="cpu,cuda"),
     ]
     if count_launches:
-        out.append(Config("metrics-only+launches", ["--metrics", "{bind}", "--no-trace", "--window-dir", "{tmp}"],
+        out.append(Config("metrics-only+launches", METRICS_ONLY,
                           scrape=True, env={"CUDASCOPE_METRICS_COUNT_LAUNCHES": "1"}))
+    # Where metrics-only's cost comes from, one piece at a time (only when --configs names them):
+    # kernel records alone (no copy, memset, synchronization, memory or overhead records),
+    # no sampled window in the run (CUPTI on, its kernel records never), every kernel recorded.
+    out += [
+        Config("mo-kernel-kinds", METRICS_ONLY + ["--activities", "kernel"], scrape=True, diagnostic=True),
+        Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
+               env={"CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
+        Config("mo-exact", METRICS_ONLY, scrape=True, diagnostic=True, env={"CUDASCOPE_METRICS_SAMPLING": "0"}),
+    ]
     return out
 
 
@@ -233,6 +252,23 @@ def loop_table(loop, title, results, config_names):
     return ratios_of
 
 
+def switch_table(results):
+    """Per metrics configuration: what CUPTI's kernel records cost to switch on and off, per run."""
+    rows = []
+    for name, rounds in results.items():
+        scrapes = [r["scrape"] for r in rounds.values() if r.get("scrape")]
+        if scrapes:
+            switches = statistics.mean([family_total(p, "cudascope_kernel_sampling_switches_total") for p in scrapes])
+            seconds = statistics.mean([family_total(p, "cudascope_kernel_sampling_switch_seconds_total") for p in scrapes])
+            ratio = statistics.mean([family_total(p, "cudascope_kernel_sampling_ratio") for p in scrapes])
+            rows.append(f"| {name} | {len(scrapes)} | {switches:.1f} | {1e3 * seconds:.2f} | {ratio:.4f} |")
+    if rows:
+        print("\n### Switches of CUPTI's kernel records, per run (means over the scraped runs)\n")
+        print("| run | scraped runs | switches | switch ms in all | sampling ratio |")
+        print("|---|---|---|---|---|")
+        print("\n".join(rows))
+
+
 def estimate_table(results, count_launches):
     sampled = [r["scrape"] for r in results.get("metrics-only", {}).values() if r.get("scrape")]
     exact = [r["scrape"] for r in results.get("metrics+trace", {}).values() if r.get("scrape")]
@@ -316,6 +352,8 @@ def main():
             sys.exit(f"run_overhead_bench: --configs: unknown {', '.join(sorted(unknown))}; "
                      f"known: {', '.join(c.name for c in config_list)}")
         config_list = [c for c in config_list if c.name in wanted]
+    else:
+        config_list = [c for c in config_list if not c.diagnostic]
     names = [c.name for c in config_list]
     results = {name: {} for name in names}
     tmp = tempfile.mkdtemp(prefix="cudascope-overhead-")
@@ -357,6 +395,7 @@ def main():
             if "metrics-only" in ratios:
                 ratio, per_round = ratios["metrics-only"]
                 verdicts.append((ratio, f"{loop} {ratio:.3f}x, per-round {min(per_round):.3f}-{max(per_round):.3f}"))
+        switch_table(results)
         estimate_table(results, args.count_launches)
         print(f"\n{time.time() - started:.0f} s in all.\n")
         if len(verdicts) < len(LOOPS):
