@@ -261,11 +261,13 @@ struct TraceFile {
   std::string path;
   unsigned long long events = 0, dropped = 0;
   std::string failure;  // why the process stopped writing it early (a full disk), or empty
+  std::string summary;  // the rank summary the process wrote beside it at exit, or empty
 };
 
 // Reads the progress pipe the recorded processes share (injection_agent.h): "trace PID PATH"
-// when a process opens its trace, "EVENTS DROPPED PID" after each of its flushes, and
-// "failed PID PATH\tERROR" when it could not write on. A terminal
+// when a process opens its trace, "EVENTS DROPPED PID" after each of its flushes,
+// "failed PID PATH\tERROR" when it could not write on, and "summary PID PATH" when a rank
+// wrote its summary beside its trace at exit. A terminal
 // gets one updating line of the totals; a log gets a line every 10 s.
 class Progress {
  public:
@@ -281,12 +283,14 @@ class Progress {
     for (const auto& [pid, path] : paths_) {
       const auto counts = counts_.find(pid);
       const auto failure = failures_.find(pid);
+      const auto summary = summaries_.find(pid);
       files.push_back({pid, path, counts == counts_.end() ? 0 : counts->second.first,
                        counts == counts_.end() ? 0 : counts->second.second,
-                       failure == failures_.end() ? "" : failure->second});
+                       failure == failures_.end() ? "" : failure->second,
+                       summary == summaries_.end() ? "" : summary->second});
       if (failure != failures_.end()) failures_.erase(failure);
     }
-    for (const auto& [pid, error] : failures_) files.push_back({pid, "", 0, 0, error});  // failed before reporting a file
+    for (const auto& [pid, error] : failures_) files.push_back({pid, "", 0, 0, error, ""});  // failed before reporting a file
     return files;
   }
 
@@ -314,6 +318,10 @@ class Progress {
     int path_at = 0;
     if (std::sscanf(text.c_str(), "trace %ld %n", &pid, &path_at) == 1 && path_at > 0) {
       paths_[pid] = text.substr(static_cast<std::size_t>(path_at));
+      return;
+    }
+    if (std::sscanf(text.c_str(), "summary %ld %n", &pid, &path_at) == 1 && path_at > 0) {
+      summaries_[pid] = text.substr(static_cast<std::size_t>(path_at));
       return;
     }
     if (std::sscanf(text.c_str(), "failed %ld %n", &pid, &path_at) == 1 && path_at > 0) {
@@ -350,6 +358,7 @@ class Progress {
   std::mutex mutex_;
   std::map<long, std::string> paths_;                                      // pid -> trace file
   std::map<long, std::string> failures_;                                   // pid -> why it stopped writing
+  std::map<long, std::string> summaries_;                                  // pid -> rank summary at exit
   std::map<long, std::pair<unsigned long long, unsigned long long>> counts_;  // pid -> events, dropped
   std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
   std::thread thread_;  // last: starts once the members above exist
@@ -462,6 +471,7 @@ void report_traces(std::vector<TraceFile> files, const std::string& output, int 
     }
     std::fprintf(stderr, "cudascope: trace%s %s (%llu events, %llu dropped records)\n", who.c_str(), file.path.c_str(),
                  file.events, file.dropped);
+    if (!file.summary.empty()) std::fprintf(stderr, "cudascope: rank summary %s\n", file.summary.c_str());
   }
 }
 

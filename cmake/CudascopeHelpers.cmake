@@ -13,8 +13,14 @@ endfunction()
 # injection entry points). Nothing of the static archives it links (libcudart_static) or of
 # the standard library's template instantiations leaves it, so in someone else's process
 # (PyTorch, JAX) it neither serves their symbols nor takes theirs.
+# Usage: cudascope_export_own_api(target [MAP file]): MAP, a narrower script of the target's
+# own (inject/inject_exports.map: the injection entry points only).
 function(cudascope_export_own_api target)
+  cmake_parse_arguments(E "" "MAP" "" ${ARGN})
   set(map ${PROJECT_SOURCE_DIR}/cmake/cudascope_exports.map)
+  if(E_MAP)
+    set(map ${E_MAP})
+  endif()
   target_link_options(${target} PRIVATE LINKER:--version-script=${map} LINKER:--exclude-libs,ALL)
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${map})
 endfunction()

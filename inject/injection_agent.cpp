@@ -1,4 +1,5 @@
 #include "injection_agent.h"
+#include "exit_summary.h"
 #include "guarded_sink.h"
 #include "lazy_trace_sink.h"
 #include "live_metrics.h"
@@ -237,6 +238,7 @@ void InjectionAgent::start_locked() noexcept {
 
 // On the session's writer thread (GuardedSink): the trace could not be written on.
 void InjectionAgent::trace_failed(const std::string& error) noexcept {
+  trace_failed_.store(true);
   std::string path;
   {
     std::lock_guard path_lock(path_mutex_);
@@ -293,6 +295,33 @@ void InjectionAgent::finish() noexcept {
   } catch (const std::exception& e) {
     std::lock_guard path_lock(path_mutex_);
     std::fprintf(stderr, "cudascope: finishing the trace '%s': %s\n", path_.c_str(), e.what());
+    return;
+  }
+  write_summary_locked();
+}
+
+// After stop(): the trace is closed, so reading it back sees every event (exit_summary.h).
+void InjectionAgent::write_summary_locked() noexcept {
+  if (lazy_trace_ == nullptr || !lazy_trace_->opened() || trace_failed_.load() || !exit_summary_wanted()) return;
+  std::string trace;
+  {
+    std::lock_guard path_lock(path_mutex_);
+    trace = path_;
+  }
+  const ExitSummaryResult written = write_exit_summary(trace);
+  if (!written.error.empty()) {
+    // One line, naming both files: the trace is closed and whole whatever happened here.
+    std::fprintf(stderr,
+                 "cudascope: rank summary '%s' not written: %s (the trace '%s' is complete; "
+                 "`cudascope stats --summary-out` of it makes the summary)\n",
+                 written.path.c_str(), written.error.c_str(), trace.c_str());
+    return;
+  }
+  // `cudascope run` lists it with the traces at the end; said here only without run.
+  if (progress_fd_ >= 0) {
+    report(progress_fd_, "summary " + std::to_string(getpid()) + " " + written.path + "\n");
+  } else {
+    std::fprintf(stderr, "cudascope: %s\n", written.line.c_str());
   }
 }
 

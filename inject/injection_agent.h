@@ -1,7 +1,8 @@
 #pragma once
 // The injection library's one recording: configured from the environment, started by the
 // first entry point that runs (NVTX may come before CUDA), finished at exit, on SIGINT /
-// SIGTERM, or after CUDASCOPE_DURATION.
+// SIGTERM, or after CUDASCOPE_DURATION; a rank's summary is then written beside its trace
+// (exit_summary.h).
 //
 // Environment (`cudascope run` sets these):
 //   CUDASCOPE_TRACE=path        trace file (.json or .json.gz), a pattern with %r %p %h %%
@@ -21,8 +22,9 @@
 //   CUDASCOPE_PROGRESS_FD=fd[:inode]   the pipe of `cudascope run` (used only while fd is
 //                               still that pipe): "trace <pid> <path>\n" when the trace file is
 //                               opened, "<events> <dropped> <pid>\n" after each flush once it
-//                               is, and "failed <pid> <path>\t<error>\n" when it cannot be
-//                               written on
+//                               is, "failed <pid> <path>\t<error>\n" when it cannot be
+//                               written on, and "summary <pid> <path>\n" when a rank's summary
+//                               is written beside the closed trace (exit_summary.h)
 //
 // Thread-safety: every method may be called from any thread; they serialise on one mutex.
 // A failure never stops the program being recorded: it is reported on stderr. A trace that
@@ -59,11 +61,14 @@ class InjectionAgent {
   // A write error ended the trace (guarded_sink.h): says so on stderr and to `cudascope run`.
   void trace_failed(const std::string& error) noexcept;
   void install_exit_handlers() noexcept;
+  // A rank's summary beside its closed trace (exit_summary.h); called by finish().
+  void write_summary_locked() noexcept;
 
   std::mutex mutex_;
   // Set in a child forked while recording: its copy of the session has no writer thread
   // and must not touch the parent's trace, so the child records nothing and finishes nothing.
   std::atomic<bool> forked_child_{false};
+  std::atomic<bool> trace_failed_{false};  // set on the writer thread by trace_failed()
   bool configured_ = false;
   bool finished_ = false;
   bool cupti_wanted_ = false;

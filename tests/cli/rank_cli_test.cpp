@@ -27,6 +27,13 @@ namespace fs = std::filesystem;
 class RankCliTest : public cudascope::testing::FreshDirectoryTest {
  protected:
   RankCliTest() : FreshDirectoryTest("cudascope_rank_") {}
+  // The trace files: each rank also writes its summary beside its trace at exit
+  // (inject/exit_summary.h, tested in rank_exit_summary_test.cpp).
+  std::set<std::string> traces() const {
+    std::set<std::string> names = files();
+    std::erase_if(names, [](const std::string& name) { return name.rfind("summary_", 0) == 0; });
+    return names;
+  }
 };
 
 const std::string kSim = "CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_DEVICES=2";
@@ -93,7 +100,7 @@ void expect_rank_tables(const std::string& a, const std::string& b) {
 TEST_F(RankCliTest, LauncherUnderRunWritesOneTracePerRankFromThePattern) {
   const auto result = run_cli(kSim, "run -o " + path("trace_%r.json.gz") + " -- " + two_ranks());
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_EQ(files(), (std::set<std::string>{"trace_0.json.gz", "trace_1.json.gz"}));
+  EXPECT_EQ(files(), (std::set<std::string>{"trace_0.json.gz", "trace_1.json.gz", "summary_trace_0.json", "summary_trace_1.json"}));
   EXPECT_NE(result.output.find("trace_0.json.gz"), std::string::npos) << "the wrapper lists every file: " << result.output;
   EXPECT_NE(result.output.find("trace_1.json.gz"), std::string::npos) << result.output;
   expect_rank_trace(path("trace_0.json.gz"), 0);
@@ -105,7 +112,7 @@ TEST_F(RankCliTest, RunInsideEachRankWritesOneTracePerRank) {
   const std::string run = std::string(CUDASCOPE_CLI_PATH) + " run -o " + path("trace_%r.json") + " -- " + RANK_WORKER_PATH;
   const auto result = run_shell(kSim + " sh -c '" + rank_env(0) + " " + run + " & " + rank_env(1) + " " + run + " & wait'");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_EQ(files(), (std::set<std::string>{"trace_0.json", "trace_1.json"}));
+  EXPECT_EQ(files(), (std::set<std::string>{"trace_0.json", "trace_1.json", "summary_trace_0.json", "summary_trace_1.json"}));
   expect_rank_trace(path("trace_0.json"), 0);
   expect_rank_trace(path("trace_1.json"), 1);
 }
@@ -125,7 +132,7 @@ TEST_F(RankCliTest, SummariesWrittenBesideTheTracesMergeAsTheTracesDo) {
 TEST_F(RankCliTest, FixedNameGivesEveryWorkerItsOwnFile) {
   const auto result = run_cli(kSim, "run -o " + path("fixed.json") + " -- " + two_ranks());
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const auto names = files();
+  const auto names = traces();
   ASSERT_EQ(names.size(), 2u) << "the launcher uses no CUDA; each worker writes fixed.<pid>.json";
   for (const std::string& name : names) {
     EXPECT_TRUE(name.rfind("fixed.", 0) == 0 && name.size() > 11 && name.substr(name.size() - 5) == ".json") << name;
@@ -140,9 +147,10 @@ TEST_F(RankCliTest, TwoProcessesOfOneRankNeverShareAFile) {
   const std::string both = "sh -c '" + rank_env(0) + " " + worker + " & " + rank_env(0) + " " + worker + " & wait'";
   const auto result = run_cli(kSim, "run -o " + path("trace_%r.json") + " -- " + both);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const auto names = files();
+  const auto names = traces();
   ASSERT_EQ(names.size(), 2u) << result.output;
   EXPECT_EQ(names.count("trace_0.json"), 1u);
+  EXPECT_EQ(files().size(), 4u) << "each process's summary beside its own trace";
   for (const std::string& name : names) {
     const auto loaded = cudascope::analysis::load_trace(path(name));
     ASSERT_TRUE(loaded.ok()) << loaded.error;

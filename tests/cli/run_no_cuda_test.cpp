@@ -234,7 +234,8 @@ TEST_F(RunNoCudaTest, LauncherWithoutRankWritesNoNorankFileBesideTheRanks) {
   const auto result =
       run_cli("env -u RANK " + kSim, "run -o " + path("trace_%r.json") + " -- " + self_path() + " --launcher 0 " + rank_0);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_EQ(files(), std::set<std::string>{"trace_0.json"}) << result.output;
+  // Rank 0 also writes its summary beside its trace at exit (inject/exit_summary.h).
+  EXPECT_EQ(files(), (std::set<std::string>{"trace_0.json", "summary_trace_0.json"})) << result.output;
   EXPECT_GT(printed_pid(result.output, "launcher"), 0) << "the launcher started the runtime: " << result.output;
 }
 
@@ -245,7 +246,9 @@ TEST_F(RunNoCudaTest, AProcessThatUsesCudaLateNeverOverwritesTheTraceOfOneThatEn
   const std::string both = "sh -c 'RANK=0 " + self + " --cuda-after 0 100 & RANK=0 " + self + " --cuda-after 1500 0 & wait'";
   const auto result = run_cli(kSim, "run -o " + path("trace_%r.json") + " -- " + both);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const auto names = files();
+  auto names = files();
+  // Each rank-0 process's summary beside its own trace (inject/exit_summary.h).
+  EXPECT_EQ(std::erase_if(names, [](const std::string& name) { return name.rfind("summary_", 0) == 0; }), 2u) << result.output;
   ASSERT_EQ(names.size(), 2u) << result.output;
   EXPECT_EQ(names.count("trace_0.json"), 1u) << result.output;
   for (const std::string& name : names) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every shared library under DIR (an install prefix, or a build's lib/) is safe inside someone
 # else's process: it exports its own API only (C++ names in namespace cudascope, C entry
-# points named cudascope_*, the CUDA and NVTX injection entry points), no definition of the
+# points named cudascope_*, the CUDA and NVTX injection entry points; libcudascope_inject.so
+# its C entry points alone), no definition of the
 # standard library's (std::, __gnu_cxx::, a static libstdc++'s), and it needs libstdc++.so.6
 # and nothing outside the libraries it is meant to load (never libcudart.so or libcuda.so:
 # the CUDA runtime is linked statically, the driver opened at run time).
@@ -26,7 +27,11 @@ for lib in $libraries; do
   [ -z "$unexpected" ] || problems+=("needs $unexpected")
   # Defined dynamic symbols, names demangled (the version nodes' own names left out).
   exported=$(nm -D --defined-only "$lib" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort -u)
-  foreign=$(grep -Ev "$own_c" <<<"$exported" | grep -v '^_Z' ; grep '^_Z' <<<"$exported" | c++filt | grep -Ev "$own_cxx")
+  # The injection library is linked against by nothing: its entry points only, no C++ name
+  # (inject/inject_exports.map).
+  lib_cxx=$own_cxx
+  [ "$(basename "$lib")" != libcudascope_inject.so ] || lib_cxx='^$'
+  foreign=$(grep -Ev "$own_c" <<<"$exported" | grep -v '^_Z' ; grep '^_Z' <<<"$exported" | c++filt | grep -Ev "$lib_cxx")
   foreign=$(grep -Ev '^(_init|_fini|)$' <<<"$foreign")
   std_count=$(grep -cE '(^| )(std|__gnu_cxx)::' <<<"$foreign")
   if [ -n "$foreign" ]; then
