@@ -47,6 +47,22 @@ std::string replay_error_detail(const cudascope::cuda::Error& e) {
   return at == std::string::npos ? text : text.substr(at + where.size());
 }
 
+// memory_stats() as JSON to --stats-json (stdout by default); false, said on stderr, when the
+// file cannot be written.
+bool write_stats(const ReplayOptions& options, const std::map<std::string, std::int64_t>& stats) {
+  const std::string json = to_json(stats);
+  if (options.stats_json.empty() || options.stats_json == "-") {
+    std::fputs(json.c_str(), stdout);
+    return true;
+  }
+  std::ofstream out(options.stats_json);
+  out << json;
+  out.close();  // a full disk shows at the flush, not at <<
+  if (!out.fail()) return true;
+  std::fprintf(stderr, "cudascope replay: error: cannot write %s: %s\n", options.stats_json.c_str(), std::strerror(errno));
+  return false;
+}
+
 int run_replay(const ReplayOptions& options) {
   using namespace cudascope;
   cli::check_backend_variable();
@@ -69,6 +85,9 @@ int run_replay(const ReplayOptions& options) {
   const auto stats = options.recorded_addresses.empty()
                          ? cuda::memory::replay_file(options.file)
                          : cuda::memory::replay_file_with_addresses(options.file, addresses);
+  // The stats first: a snapshot that cannot be written loses nothing else.
+  if (!write_stats(options, stats)) return 1;
+  if (options.summary) std::fputs(cuda::format_memory_summary(stats, cuda::current_device(), false).c_str(), stderr);
   if (!options.snapshot.empty()) {
     try {
       cuda::memory::dump_snapshot(options.snapshot);
@@ -77,20 +96,6 @@ int run_replay(const ReplayOptions& options) {
       return 1;
     }
   }
-  const std::string json = to_json(stats);
-  if (options.stats_json.empty() || options.stats_json == "-") {
-    std::fputs(json.c_str(), stdout);
-  } else {
-    std::ofstream out(options.stats_json);
-    out << json;
-    out.close();  // a full disk shows at the flush, not at <<
-    if (out.fail()) {
-      std::fprintf(stderr, "cudascope replay: error: cannot write %s: %s\n", options.stats_json.c_str(),
-                   std::strerror(errno));
-      return 1;
-    }
-  }
-  if (options.summary) std::fputs(cuda::format_memory_summary(stats, cuda::current_device(), false).c_str(), stderr);
   return 0;
 }
 

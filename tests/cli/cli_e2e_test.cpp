@@ -95,6 +95,25 @@ TEST(CliE2eTest, ReplayWritesTheSnapshotOfItsHistory) {
   EXPECT_THAT(bad.output, HasSubstr("replay_history.txt")) << "the error names the file";
 }
 
+// A snapshot that cannot be written (here: past the file-size limit, SIGXFSZ ignored as a
+// shell's `trap` leaves it) fails the command, after the stats are written whole, and leaves
+// no half snapshot behind, nor the earlier one it was to replace.
+TEST(CliE2eTest, ReplayKeepsItsStatsWhenTheSnapshotCannotBeWritten) {
+  const std::string stats_path = temp("replay_limited_stats.json"), snapshot_path = temp("replay_limited.json");
+  std::filesystem::remove(stats_path);
+  { std::ofstream(snapshot_path) << "earlier"; }
+  const auto r = run_shell("trap '' XFSZ; ulimit -f 64; CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_MEMORY=128GiB " +
+                           std::string(CUDASCOPE_CLI_PATH) + " replay " + data("replay_default_s1.jsonl.gz") +
+                           " --stats-json " + stats_path + " --snapshot " + snapshot_path);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--snapshot: cannot write '" + snapshot_path + "'"));
+  const auto stats = nlohmann::json::parse(read(stats_path));
+  EXPECT_GT(stats["allocation.all.allocated"].get<long long>(), 0);
+  EXPECT_EQ(read(snapshot_path), "earlier");
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(snapshot_path).parent_path()))
+    EXPECT_EQ(entry.path().filename().string().find("replay_limited.json.partial"), std::string::npos) << entry.path();
+}
+
 TEST(CliE2eTest, StatsPrintsTheTablesKeptBesideTheTraces) {
   auto r = run_cli("", "stats " + data("trace_golden.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

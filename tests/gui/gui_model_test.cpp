@@ -26,6 +26,7 @@
 #include <QEventLoop>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QTimer>
 
 #include <QDateTime>
@@ -985,6 +986,120 @@ TEST(GuiIssue24Test, ACutShortTraceSaysSoAndIsNotFollowed) {
   ASSERT_TRUE(growing);
   EXPECT_FALSE(growing->cutShort());
   EXPECT_TRUE(growing->following());
+}
+
+// --- Issue 23: following a merged timeline of rank files still being written ---
+
+// Events per rank group of a rank timeline (by the row each event's track is drawn in).
+std::vector<std::size_t> events_per_rank(const TraceDocument& doc) {
+  std::vector<std::size_t> n(doc.rankGroups().size(), 0);
+  const auto& m = doc.model();
+  for (std::size_t i = 0; i < m.event_count(); ++i) {
+    const int g = doc.rankGroupOfRow(doc.index().row_of_track(m.event(i).track));
+    if (g >= 0) ++n[std::size_t(g)];
+  }
+  return n;
+}
+
+TEST(GuiIssue23Test, AMergedTimelineFollowsEveryRankFileUntilEachIsComplete) {
+  int argc = 1;
+  char arg0[] = "gui_model_test";
+  char* argv[] = {arg0, nullptr};
+  QCoreApplication app(argc, argv);  // the follow timer and the step's watcher need an event loop
+  QTemporaryDir dir;
+  // Rank 1's host clock runs 2.5 ms ahead; both files are cut mid-event, as writers still running.
+  const std::string text0 = rank_trace(0, "node-a", 0), text1 = rank_trace(1, "node-b", 2'500'000);
+  const std::size_t cut0 = text0.size() * 55 / 100, cut1 = text1.size() * 35 / 100;
+  const QString r0 = write_file(dir, "trace_0.json", text0.substr(0, cut0));
+  const QString r1 = write_file(dir, "trace_1.json", text1.substr(0, cut1));
+  auto append = [](const QString& path, const std::string& rest) {
+    std::ofstream(path.toStdString(), std::ios::app) << rest;
+  };
+  QTemporaryDir whole_dir;
+  auto whole = open_together({write_file(whole_dir, "trace_0.json", text0), write_file(whole_dir, "trace_1.json", text1)});
+  ASSERT_EQ(whole.docs.size(), 1u);
+  const TraceDocument& complete = *whole.docs.front();
+  EXPECT_FALSE(complete.canFollow()) << "complete rank files are not kept for following";
+
+  auto opened = open_together({r0, r1});
+  ASSERT_EQ(opened.docs.size(), 1u) << opened.errors.join("; ").toStdString();
+  TraceDocument& doc = *opened.docs.front();
+  ASSERT_TRUE(doc.isRankTimeline());
+  EXPECT_TRUE(doc.canFollow());
+  EXPECT_TRUE(doc.following()) << "rank files still being written are followed";
+  EXPECT_FALSE(doc.cutShort());
+  EXPECT_EQ(doc.unfinishedPaths(), (QStringList{r0, r1}));
+  EXPECT_LT(doc.model().event_count(), complete.model().event_count());
+  EXPECT_NE(doc.rankGroups()[1].alignment.collectives, 3) << "not every collective was written yet";
+
+  // Rank 0's writer finishes; the timer's step (off the UI thread) merges again.
+  QSignalSpy rebuilt(&doc, &TraceDocument::rebuilt);
+  QSignalSpy grew(&doc, &TraceDocument::grew);
+  append(r0, text0.substr(cut0));
+  ASSERT_TRUE(grew.wait(10000)) << "the timer's step takes in what rank 0 gained";
+  EXPECT_EQ(rebuilt.count(), 1);
+  EXPECT_GT(grew.front().front().toLongLong(), 0);
+  EXPECT_TRUE(doc.following()) << "rank 1's file is still unfinished";
+  EXPECT_EQ(doc.unfinishedPaths(), QStringList{r1}) << "rank 0's file is complete: no longer polled";
+  EXPECT_EQ(events_per_rank(doc)[0], events_per_rank(complete)[0]) << "every event of rank 0";
+  EXPECT_LT(events_per_rank(doc)[1], events_per_rank(complete)[1]);
+
+  // Rank 1's writer finishes; one poll now (the same step, on this thread).
+  append(r1, text1.substr(cut1));
+  EXPECT_GT(doc.pollOnce(), 0);
+  EXPECT_EQ(rebuilt.count(), 2);
+  EXPECT_FALSE(doc.following()) << "every file is complete";
+  EXPECT_TRUE(doc.unfinishedPaths().isEmpty());
+  EXPECT_FALSE(doc.canFollow()) << "the sources are freed once every file is complete";
+  EXPECT_EQ(doc.model().event_count(), complete.model().event_count());
+  EXPECT_EQ(events_per_rank(doc), events_per_rank(complete));
+  EXPECT_EQ(doc.index().rows().size(), complete.index().rows().size());
+  // The clocks are aligned again on the collectives paired now.
+  ASSERT_EQ(doc.rankGroups().size(), 2u);
+  EXPECT_EQ(doc.rankGroups()[1].clock, RankGroup::Clock::aligned);
+  EXPECT_EQ(doc.rankGroups()[1].alignment.collectives, 3);
+  EXPECT_EQ(doc.rankGroups()[1].alignment.offset_ns, -2'500'000);
+  EXPECT_EQ(find_event(doc, "aten::mm rank1")->ts_ns, 1'000'000) << "rank 1 on rank 0's clock";
+  EXPECT_EQ(doc.search().find({"gemm_kernel", false, false}).count, 2u) << "search sees both ranks' new events";
+  QTest::qWait(700);
+  EXPECT_EQ(rebuilt.count(), 2) << "nothing is polled any more";
+}
+
+TEST(GuiIssue23Test, AStepThatEndsWhileFollowingIsOffWaitsUntilItIsOnAgain) {
+  int argc = 1;
+  char arg0[] = "gui_model_test";
+  char* argv[] = {arg0, nullptr};
+  QCoreApplication app(argc, argv);
+  QTemporaryDir dir;
+  const std::string text0 = rank_trace(0, "node-a", 0), text1 = rank_trace(1, "node-b", 0);
+  const std::size_t cut = text1.size() / 2;
+  const QString r0 = write_file(dir, "trace_0.json", text0);
+  const QString r1 = write_file(dir, "trace_1.json", text1.substr(0, cut));
+  auto opened = open_together({r0, r1});
+  ASSERT_EQ(opened.docs.size(), 1u);
+  TraceDocument& doc = *opened.docs.front();
+  EXPECT_TRUE(doc.following());
+  EXPECT_EQ(doc.unfinishedPaths(), QStringList{r1});
+  const std::size_t before = doc.model().event_count();
+  QSignalSpy grew(&doc, &TraceDocument::grew);
+  std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(cut);
+  // Paused (as for a range summary) right after a step started: its merge must not replace
+  // the model a summary may be reading.
+  doc.setFollowing(true, 1);
+  for (int i = 0; i < 2000 && !doc.stepping(); ++i) QCoreApplication::processEvents(QEventLoop::AllEvents, 1);
+  ASSERT_TRUE(doc.stepping());
+  doc.setFollowing(false);
+  for (int i = 0; i < 200 && doc.stepping(); ++i) QTest::qWait(20);
+  ASSERT_FALSE(doc.stepping());
+  EXPECT_TRUE(grew.isEmpty()) << "nothing changes while following is off";
+  EXPECT_EQ(doc.model().event_count(), before);
+  EXPECT_TRUE(doc.canFollow()) << "the merge waits";
+  doc.setFollowing(true);  // applies it: the file is complete now
+  EXPECT_EQ(grew.count(), 1);
+  EXPECT_FALSE(doc.following());
+  EXPECT_TRUE(doc.unfinishedPaths().isEmpty());
+  auto whole = open_together({r0, r1});
+  EXPECT_EQ(doc.model().event_count(), whole.docs.front()->model().event_count());
 }
 
 }  // namespace

@@ -1090,5 +1090,93 @@ TEST(GuiIssue24WindowTest, TraceKeysAsInPerfettoAndSearchMatchesOutlinedAndZoome
   EXPECT_EQ(yellow_pixels(image, view->plotRect()), 0) << "a cleared search outlines nothing";
 }
 
+// --- Issue 23: following a merged timeline of rank files still being written ---
+
+TEST(GuiIssue23WindowTest, ARankTimelineFollowsItsFilesAsTheyGrowAndKeepsTheView) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  // Two ranks' writers still running: each file cut mid-event.
+  const std::string text0 = two_rank_trace(0, "node-a", 0), text1 = two_rank_trace(1, "node-b", 3'200'000);
+  const std::size_t cut0 = text0.size() / 2, cut1 = text1.size() * 2 / 5;
+  const QString r0 = dir.filePath("trace_0.json"), r1 = dir.filePath("trace_1.json");
+  std::ofstream(r0.toStdString()) << text0.substr(0, cut0);
+  std::ofstream(r1.toStdString()) << text1.substr(0, cut1);
+  MainWindow w;
+  w.resize(1400, 760);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  w.openFiles({r0, r1});
+  for (int i = 0; i < 100 && shown.count() < 1; ++i) shown.wait(300);
+  ASSERT_EQ(shown.count(), 1) << w.lastError().toStdString();
+  const auto pages = w.tracePages();
+  ASSERT_EQ(pages.size(), 1) << "one tab, one timeline";
+  TracePage* page = pages[0];
+  TraceDocument* doc = page->document();
+  ASSERT_TRUE(doc->isRankTimeline());
+  EXPECT_TRUE(doc->following());
+  EXPECT_TRUE(page->followBox()->isEnabled());
+  EXPECT_TRUE(page->followBox()->isChecked());
+  EXPECT_TRUE(page->statusText().contains("following 2 of 2 files as they grow")) << page->statusText().toStdString();
+  const std::size_t before = doc->model().event_count();
+
+  // The user zooms into the early steps and picks a kernel.
+  auto* view = page->view();
+  const qint64 t0 = doc->index().begin_ns() + 1'000'000, t1 = t0 + 3'000'000;
+  view->setRange(t0, t1);
+  const auto& m = doc->model();
+  for (quint32 i = 0; i < m.event_count(); ++i)
+    if (m.name(m.event(i)) == "elementwise_kernel") {
+      view->selectEvent(i);
+      break;
+    }
+  ASSERT_NE(view->selectedEvent(), TraceTimelineView::kNone);
+  page->details()->setEvent(doc, view->selectedEvent());
+
+  // Both writers finish; the page merges again while the window stays responsive.
+  std::ofstream(r0.toStdString(), std::ios::app) << text0.substr(cut0);
+  QTest::qWait(50);
+  std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(cut1);
+  for (int i = 0; i < 200 && doc->following(); ++i) QTest::qWait(50);
+  EXPECT_FALSE(doc->following()) << "every file is complete";
+  EXPECT_FALSE(page->followBox()->isChecked());
+  EXPECT_FALSE(page->followBox()->isEnabled()) << "nothing is left to follow";
+  EXPECT_GT(doc->model().event_count(), before);
+  EXPECT_EQ(view->rangeBegin(), t0) << "the view keeps its zoom and position";
+  EXPECT_EQ(view->rangeEnd(), t1);
+  EXPECT_EQ(view->selectedEvent(), TraceTimelineView::kNone) << "the old merge's event ids are dropped";
+  EXPECT_EQ(page->details()->rowCount(), 0);
+  EXPECT_FALSE(page->statusText().contains("following")) << page->statusText().toStdString();
+
+  // What the complete files give, opened afresh.
+  QSignalSpy again(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  w.openFiles({r0, r1});
+  for (int i = 0; i < 100 && again.count() < 1; ++i) again.wait(300);
+  ASSERT_EQ(again.count(), 1) << w.lastError().toStdString();
+  TraceDocument* fresh = w.tracePages().back()->document();
+  ASSERT_NE(fresh, doc);
+  EXPECT_EQ(doc->model().event_count(), fresh->model().event_count());
+  EXPECT_EQ(doc->index().rows().size(), fresh->index().rows().size());
+  ASSERT_EQ(doc->rankGroups().size(), 2u);
+  EXPECT_EQ(doc->rankGroups()[1].alignment.collectives, 6) << "every step's all-reduce paired";
+  EXPECT_EQ(doc->rankGroups()[1].alignment.offset_ns, fresh->rankGroups()[1].alignment.offset_ns);
+
+  // Every rank's kernels are drawn, the last steps' included.
+  w.documents()->setCurrentWidget(page);
+  view->resetZoom();
+  QImage shot = screenshot(w, "two_ranks_followed");
+  EXPECT_FALSE(shot.isNull());
+  std::set<int> ranks_drawn;
+  qint64 last_kernel = 0;
+  for (const auto& item : view->paintedItems()) {
+    if (doc->model().cat(doc->model().event(item.item.event)) != "kernel") continue;
+    ranks_drawn.insert(doc->rankGroupOfRow(item.row));
+    last_kernel = std::max<qint64>(last_kernel, item.item.end_ns);
+  }
+  EXPECT_EQ(ranks_drawn, (std::set<int>{0, 1}));
+  EXPECT_GT(last_kernel, doc->index().begin_ns() + 10'000'000) << "the sixth step, written after opening, is drawn";
+}
+
 }  // namespace
 }  // namespace cudascope::gui

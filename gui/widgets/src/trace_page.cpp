@@ -129,10 +129,15 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
     search_->selectAll();
   });
   connect(follow_, &QCheckBox::toggled, doc_, [this](bool on) { doc_->setFollowing(on, 500); });
+  connect(doc_, &TraceDocument::rebuilt, this, [this] {
+    found_ = {};  // its name ids were the old model's
+    matches_->clear();
+  });
   connect(doc_, &TraceDocument::grew, this, [this] {
     found_for_.clear();  // the search index is rebuilt on the next search
     const QSignalBlocker quiet(follow_);
     follow_->setChecked(doc_->following());  // off once the trace is closed
+    follow_->setEnabled(doc_->canFollow());
     updateStatus();
   });
   connect(doc_, &TraceDocument::followError, this, [this](const QString& message) {
@@ -164,7 +169,13 @@ void TracePage::updateStatus() {
                      .arg(QString::fromLatin1(analysis::to_string(m.format)))
                      .arg(m.event_count())
                      .arg(formatDuration(doc_->index().end_ns() - doc_->index().begin_ns()));
-  if (doc_->following()) text += tr("; following the file as it grows (refreshed twice a second)");
+  if (doc_->following()) {
+    const QStringList growing = doc_->unfinishedPaths();
+    if (doc_->isRankTimeline())
+      text += tr("; following %1 of %2 files as they grow (refreshed twice a second)").arg(growing.size()).arg(doc_->paths().size());
+    else
+      text += tr("; following the file as it grows (refreshed twice a second)");
+  }
   if (doc_->isRankTimeline()) {
     const auto& ranks = doc_->rankGroups();
     text += tr("; %1 ranks in one timeline").arg(ranks.size());

@@ -48,6 +48,17 @@ void TraceTimelineView::setDocument(TraceDocument* document) {
   highlighted_.clear();
   layoutRows();
   if (doc_) {
+    connect(doc_, &TraceDocument::rebuilt, this, [this] {
+      // A rank timeline merged again: event and name ids changed (the range and scroll are
+      // times and pixels: they stay). The selection and outlines named old ids: dropped.
+      colour_cache_.clear();
+      short_names_.clear();
+      highlighted_.clear();
+      if (selected_ != kNone) {
+        selected_ = kNone;
+        emit eventSelected(kNone);
+      }
+    });
     connect(doc_, &TraceDocument::grew, this, [this] {
       // Follow mode: a view showing the end keeps showing it (same span) as the trace grows;
       // a view the user moved elsewhere stays put.

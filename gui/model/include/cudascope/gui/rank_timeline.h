@@ -26,7 +26,8 @@
 // header reads "rank N aligned to rank 0: offset X us ± Y us (K collectives paired by
 // communicator and sequence number)", then the rank's communicators.
 //
-// The merged timeline is a snapshot of the files at load time (it is not followed), built
+// The merged timeline is a snapshot of the files as read (a document whose rank files are
+// still being written merges them again as they grow: TraceDocument's follow mode), built
 // by writing the events (pids made unique per rank, flow/async ids per rank, times
 // shifted by the offset) as trace JSON and reading that back with the analysis library's
 // loader, so every view of a single trace (index, search, details, summaries) works on it

@@ -1,16 +1,28 @@
 #pragma once
 // One open trace: its model, the timeline index and the search index, and - for a trace
-// still being written (`cudascope run` streams it) - follow mode, which polls the file once
+// still being written (`cudascope run` streams it) - follow mode, which polls the file twice
 // a second and takes in only what it gained (TraceFollower), never re-reading from the start.
 //
-// Lives on the UI thread; the model, index and search are read there. A follow poll runs on
-// the UI thread too, between frames (the model must not change while a view reads it).
+// A rank timeline (several rank traces merged into one, rank_timeline.h) whose files are
+// still being written is followed too: each unfinished file keeps its own TraceFollower, and
+// a follow step polls those, and when any gained events merges every rank again (clocks
+// re-aligned on the collectives paired by then) and indexes the result. The step runs on a
+// worker thread (it reads no model a view reads: the views read the merged one); the new
+// timeline replaces the old on the UI thread (rebuilt(), then grew()). A file stops being
+// polled once its trace is complete, and following stops when every file's is.
+//
+// Lives on the UI thread; the model, index and search are read there. A single trace's follow
+// poll runs on the UI thread too, between frames (the model must not change while a view
+// reads it). While following is off the model never changes: a rank timeline's step that
+// completes after following was switched off (e.g. paused for a range summary) is applied
+// when following is switched on again.
 
 #include <cudascope/analysis/timeline_index.h>
 #include <cudascope/analysis/timeline_search.h>
 #include <cudascope/analysis/trace_loader.h>
 #include <cudascope/gui/rank_timeline.h>
 
+#include <QFutureWatcher>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -30,7 +42,11 @@ struct LoadedTrace {
   std::unique_ptr<analysis::TraceModel> merged;  // set instead of `follower` for a rank timeline
   std::vector<RankGroup> ranks;                  // of `merged`, by rank
   std::vector<int> process_rank;                 // per process of `merged`: index into ranks (-1 none)
-  QStringList paths;                             // the files merged (empty: the one path)
+  QStringList paths;                             // the files merged (a single trace: its path)
+  // A rank timeline some of whose files are still unfinished: every rank's file as read so
+  // far (a LoadedTrace with a follower, no indexes), by rank, to merge again as they grow.
+  // Empty once every file is complete (the sources are freed then).
+  std::vector<std::unique_ptr<LoadedTrace>> rank_sources;
   // The file ends before the trace does and has not changed for a while (a killed run, a
   // copy stopped half way): shown up to its last complete event, not followed unless asked.
   bool cut_short = false;
@@ -40,6 +56,18 @@ struct LoadedTrace {
   double load_seconds = 0, index_seconds = 0;
   const analysis::TraceModel& trace() const { return follower ? follower->model() : *merged; }
 };
+
+// What one follow step of a rank timeline produced (follow_rank_sources()).
+struct RankFollowStep {
+  std::unique_ptr<LoadedTrace> rebuilt;                // the timeline merged again; null when nothing grew
+  std::vector<std::unique_ptr<LoadedTrace>> sources;  // when not rebuilt: the sources, handed back
+  long long added = 0;                                 // events the files gained
+  QString error;                                       // a file could not be read (or merged); sources handed back
+};
+// Polls every unfinished file of `sources` (LoadedTrace::rank_sources) once and, when any
+// gained events, merges them all again and indexes the merge (rebuilt holds the sources while
+// some file is unfinished). Any thread; nothing else may use the sources meanwhile.
+RankFollowStep follow_rank_sources(std::vector<std::unique_ptr<LoadedTrace>> sources);
 
 // A trace file that ends before its trace does is taken as still being written when it
 // changed within the last `kGrowingSeconds`, and as cut short otherwise.
@@ -95,21 +123,45 @@ class TraceDocument : public QObject {
   bool cutShort() const { return loaded_->cut_short; }
   // What the status bar says of a cut-short trace (empty otherwise).
   QString cutShortText() const;
-  bool canFollow() const { return loaded_->follower != nullptr; }
+  // A single trace read through a follower, or a rank timeline with files still unfinished.
+  bool canFollow() const;
   bool following() const;
-  // Starts or stops polling (every `interval_ms`); a no-op for a document without a follower.
+  // A rank timeline: the files not complete yet as of the model shown (those a follow step
+  // polls); empty otherwise.
+  QStringList unfinishedPaths() const { return unfinished_; }
+  // Starts or stops polling (every `interval_ms`); a no-op for a document with nothing to
+  // follow. Switching on first applies a rank timeline's step that completed while it was off.
   void setFollowing(bool on, int interval_ms = 500);
-  // One poll now: events added, -1 on error (followError emitted).
+  // A rank timeline's follow step is polling and merging on a worker thread.
+  bool stepping() const { return stepping_; }
+  // One poll now, on the calling (UI) thread: events added, -1 on error (followError emitted).
+  // A rank timeline: waits for a step in flight, applies it, then steps once more in place.
   long long pollOnce();
 
  signals:
+  // A rank timeline's model, index and rows were replaced by a merge of its grown files:
+  // event, name and row ids of the old model mean nothing now. Emitted just before grew().
+  void rebuilt();
+  // The model gained `added` events; 0: following ended as the file (or a rank timeline's
+  // last file) closed without new ones.
   void grew(qint64 added);
   void followError(const QString& message);
 
  private:
+  void startStep();  // timer tick of a rank timeline: one follow step on a worker thread
+  // Takes a finished step's outcome; `apply` false keeps a rebuilt timeline pending.
+  long long takeStep(RankFollowStep step, bool apply);
+  long long applyRebuilt(std::unique_ptr<LoadedTrace> merged, long long added);
+  void noteUnfinished();  // unfinished_ from the rank sources (when not out in a step)
+
   QString path_;
   std::unique_ptr<LoadedTrace> loaded_;
   QTimer* timer_ = nullptr;
+  QFutureWatcher<std::shared_ptr<RankFollowStep>>* step_ = nullptr;
+  bool stepping_ = false;                  // a step owns the rank sources
+  std::unique_ptr<LoadedTrace> pending_;   // a rebuilt timeline waiting for following to resume
+  long long pending_added_ = 0;
+  QStringList unfinished_;
 };
 
 }  // namespace cudascope::gui

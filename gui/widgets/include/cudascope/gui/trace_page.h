@@ -1,6 +1,8 @@
 #pragma once
 // One open trace: the timeline, a search bar (substring or regex, next/previous, Enter and
-// Shift+Enter), follow mode for a trace still being written, and below the timeline the
+// Shift+Enter), follow mode for a trace (or a rank timeline's files) still being written -
+// a rank timeline merged again clears the selection and the search outlines, whose ids
+// were the old merge's - and below the timeline the
 // selected event's details (flows: double-click to jump) and the selected range's summary
 // (computed off the UI thread; follow polling pauses meanwhile, as the model must not grow
 // under it).
