@@ -3,10 +3,7 @@
 #include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_loader.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 namespace cudascope::inject {
 
@@ -25,21 +22,13 @@ ExitSummaryResult write_exit_summary(const std::string& trace_path) noexcept {
       return result;
     }
     const analysis::RankSummary summary = analysis::summarize_rank(*loaded.model, trace_path);
-    const std::string& path = result.path;
-    const std::string partial = path + ".partial";
-    if (std::string problem = analysis::write_rank_summary(summary, partial); !problem.empty()) {
-      std::remove(partial.c_str());
+    // util::write_file writes beside the path and renames: the summary is whole or absent.
+    if (std::string problem = analysis::write_rank_summary(summary, result.path); !problem.empty()) {
       result.error = std::move(problem);
       return result;
     }
-    if (std::rename(partial.c_str(), path.c_str()) != 0) {
-      const int error = errno;
-      std::remove(partial.c_str());
-      result.error = "cannot rename '" + partial + "' to '" + path + "': " + std::strerror(error);
-      return result;
-    }
     result.line = "rank " + (summary.rank >= 0 ? std::to_string(summary.rank) : std::string("(none)")) +
-                  " summary written to " + path + " (" + std::to_string(summary.steps.size()) + " steps by " +
+                  " summary written to " + result.path + " (" + std::to_string(summary.steps.size()) + " steps by " +
                   summary.step_rule + ")";
   } catch (const std::exception& e) {
     result.error = e.what();

@@ -15,8 +15,8 @@
 // trace (about as long as `cudascope stats` of it) and, meanwhile, the memory of its model.
 //
 // Where: analysis::rank_summary_path_for_trace (trace_3.json.gz -> summary_trace_3.json).
-// The file appears whole: it is written as NAME.partial and renamed, so a process killed
-// while writing it never leaves a summary that `stats` would refuse.
+// The file appears whole: util::write_file writes it under a hidden name beside it and
+// renames it, so a process killed while writing it never leaves a summary `stats` would refuse.
 //
 // Linking: the analysis is a static archive inside libcudascope_inject.so, with its own
 // instantiations of std::string and the rest; inject_exports.map exports the library's entry

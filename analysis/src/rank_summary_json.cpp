@@ -273,9 +273,7 @@ std::string rank_summary_path_for_trace(const std::string& trace_path) {
 
 std::string write_rank_summary(const RankSummary& summary, const std::string& path) {
   try {
-    util::OutputFile out(path, 6);
-    out.write(rank_summary_json(summary));
-    out.close();
+    util::write_file(path, rank_summary_json(summary));  // whole or not at all
   } catch (const std::exception& e) {
     return e.what();
   }

@@ -130,7 +130,7 @@ TEST_F(RankExitSummaryTest, SigtermedRankStillWritesItsSummary) {
 }
 
 TEST_F(RankExitSummaryTest, ASummaryThatCannotBeWrittenIsOneLineAndTheTraceStaysWhole) {
-  // A directory where the summary would go: it is written as .partial, whose rename fails.
+  // A directory where the summary would go: it cannot be written there.
   std::filesystem::create_directory(path("summary_t_0.json"));
   const auto result = run_cli(kSim + " " + rank_env(0), "run -o " + path("t_%r.json") + " -- " + RANK_WORKER_PATH);
   EXPECT_EQ(result.exit_code, 0) << "a summary's failure is not the program's: " << result.output;
