@@ -4,11 +4,13 @@
 // next/previous, range summaries, and the index build. The trace is read once by the
 // analysis library's loader (its own benchmark times that).
 //   CUDASCOPE_BENCH_TRACE=trace.json gui_trace_timeline_bench
+//   CUDASCOPE_BENCH_TRACE=r/trace_0.json:r/trace_1.json:... gui_trace_timeline_bench   (ranks as one timeline)
 #include <cudascope/analysis/timeline_summary.h>
 #include <cudascope/gui/trace_document.h>
 #include <cudascope/gui/trace_timeline_view.h>
 
 #include <QApplication>
+#include <QFileInfo>
 #include <QRegularExpression>
 
 #include <benchmark/benchmark.h>
@@ -27,24 +29,47 @@ struct Fixture {
   std::unique_ptr<gui::TraceTimelineView> view;
 };
 
+// One trace, or several rank traces (paths separated by ':') opened as one timeline, as
+// `cudascope-viewer trace_0.json trace_1.json ...` opens them.
+std::unique_ptr<gui::LoadedTrace> load(const QString& paths, QString& error) {
+  const QStringList list = paths.split(QLatin1Char(':'), Qt::SkipEmptyParts);
+  for (const QString& p : list) {
+    if (!QFileInfo::exists(p)) {  // the loader would wait for it to appear (follow mode)
+      error = p + QStringLiteral(": no such file");
+      return nullptr;
+    }
+  }
+  bool cancelled = false;
+  if (list.size() == 1) return gui::load_trace_for_view(list.front(), {}, error, cancelled);
+  QStringList errors;
+  auto docs = gui::load_traces_for_view(list, {}, errors, cancelled);
+  if (docs.size() != 1 || !errors.isEmpty()) {
+    error = QStringLiteral("%1 files made %2 documents, not one rank timeline: %3")
+                .arg(list.size())
+                .arg(docs.size())
+                .arg(errors.join(QStringLiteral("; ")));
+    return nullptr;
+  }
+  return std::move(docs.front().trace);
+}
+
 Fixture& fixture() {
   static Fixture f = [] {
     const char* env = std::getenv("CUDASCOPE_BENCH_TRACE");
     const QString path = env ? env : CUDASCOPE_BENCH_TRACE_DEFAULT;
     QString error;
-    bool cancelled = false;
-    auto loaded = gui::load_trace_for_view(path, {}, error, cancelled);
+    auto loaded = load(path, error);
     if (!loaded) {
       std::fprintf(stderr, "%s\n(the default input is made by `cmake --build BUILD --target gui_trace_bench_data`)\n",
                    error.toUtf8().constData());
       std::exit(1);
     }
-    std::fprintf(stderr, "%s: %zu events, %zu rows; read %.2f s, timeline index + search index %.2f s (%.0f + %.0f MiB)\n",
+    std::fprintf(stderr, "%s: %zu events, %zu rows, %zu ranks; read %.2f s, timeline index + search index %.2f s (%.0f + %.0f MiB)\n",
                  path.toUtf8().constData(), loaded->trace().event_count(), loaded->index.rows().size(),
-                 loaded->load_seconds, loaded->index_seconds, loaded->index.memory_bytes() / 1048576.0,
-                 loaded->search->memory_bytes() / 1048576.0);
+                 loaded->ranks.size(), loaded->load_seconds, loaded->index_seconds,
+                 loaded->index.memory_bytes() / 1048576.0, loaded->search->memory_bytes() / 1048576.0);
     Fixture out;
-    out.doc = std::make_unique<gui::TraceDocument>(path, std::move(loaded));
+    out.doc = std::make_unique<gui::TraceDocument>(path.section(QLatin1Char(':'), 0, 0), std::move(loaded));
     out.doc->setFollowing(false);
     out.view = std::make_unique<gui::TraceTimelineView>();
     out.view->setDocument(out.doc.get());
