@@ -124,6 +124,15 @@ void ensure_app() {
   new QApplication(argc, argv);
 }
 
+// Opens `paths` together (a rank set becomes one tab) and waits until `tabs` trace tabs are
+// shown; returns how many were.
+qsizetype open_traces(MainWindow& w, const QStringList& paths, qsizetype tabs) {
+  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
+  w.openFiles(paths);
+  for (int i = 0; i < 100 && shown.count() < tabs; ++i) shown.wait(300);
+  return shown.count();
+}
+
 TEST(GuiWindowTest, ViewsOfTheFixtureAreDrawn) {
   if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
   ensure_app();
@@ -500,10 +509,7 @@ TEST(GuiWindowTest, TwoRankTracesOpenAsOneTimelineWithRankGroups) {
   w.resize(1400, 760);
   w.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
-  w.openFiles({r0, r1});
-  for (int i = 0; i < 100 && shown.count() < 1; ++i) shown.wait(300);
-  ASSERT_EQ(shown.count(), 1) << w.lastError().toStdString();
+  ASSERT_EQ(open_traces(w, {r0, r1}, 1), 1) << w.lastError().toStdString();
   QTest::qWait(300);
   const auto pages = w.tracePages();
   ASSERT_EQ(pages.size(), 1) << "one tab, one timeline";
@@ -1106,10 +1112,7 @@ TEST(GuiIssue23WindowTest, ARankTimelineFollowsItsFilesAsTheyGrowAndKeepsTheView
   w.resize(1400, 760);
   w.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-  QSignalSpy shown(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
-  w.openFiles({r0, r1});
-  for (int i = 0; i < 100 && shown.count() < 1; ++i) shown.wait(300);
-  ASSERT_EQ(shown.count(), 1) << w.lastError().toStdString();
+  ASSERT_EQ(open_traces(w, {r0, r1}, 1), 1) << w.lastError().toStdString();
   const auto pages = w.tracePages();
   ASSERT_EQ(pages.size(), 1) << "one tab, one timeline";
   TracePage* page = pages[0];
@@ -1150,10 +1153,7 @@ TEST(GuiIssue23WindowTest, ARankTimelineFollowsItsFilesAsTheyGrowAndKeepsTheView
   EXPECT_FALSE(page->statusText().contains("following")) << page->statusText().toStdString();
 
   // What the complete files give, opened afresh.
-  QSignalSpy again(&w, SIGNAL(traceShown(cudascope::gui::TracePage*)));
-  w.openFiles({r0, r1});
-  for (int i = 0; i < 100 && again.count() < 1; ++i) again.wait(300);
-  ASSERT_EQ(again.count(), 1) << w.lastError().toStdString();
+  ASSERT_EQ(open_traces(w, {r0, r1}, 1), 1) << w.lastError().toStdString();
   TraceDocument* fresh = w.tracePages().back()->document();
   ASSERT_NE(fresh, doc);
   EXPECT_EQ(doc->model().event_count(), fresh->model().event_count());
