@@ -254,6 +254,19 @@ void add_communicators(const std::vector<RankInput>& inputs, RankReport& report)
   }
 }
 
+// Each rank's clock relative to the lowest rank's (clock_alignment.h), from the collectives'
+// ends the summaries carry.
+void add_clocks(const std::vector<RankInput>& inputs, RankReport& report) {
+  std::vector<RankClockInput> clocks;
+  std::set<int> seen;
+  for (const RankInput& input : inputs) {
+    const RankSummary& s = *input.summary;
+    if (s.rank < 0 || !seen.insert(s.rank).second) continue;
+    clocks.push_back({s.rank, s.host, &s.communicators});
+  }
+  report.clocks = plan_rank_clocks(clocks);
+}
+
 }  // namespace
 
 RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries) {
@@ -303,6 +316,7 @@ RankReport merge_rank_summaries(const std::vector<RankSummary>& summaries) {
   if (std::string missing = missing_ranks_note(summaries); !missing.empty()) report.notes.push_back(std::move(missing));
   if (!report.matched_by_name) report.notes.push_back("step names repeat within a rank: steps matched by their order");
   add_communicators(inputs, report);
+  add_clocks(inputs, report);
   return report;
 }
 

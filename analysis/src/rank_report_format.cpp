@@ -64,6 +64,34 @@ Rows communicator_rows(const RankReport& report) {
   return rows;
 }
 
+std::string us(std::int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(ns) / 1e3);
+  return text;
+}
+
+// Why a rank's clock is as it is, where the clock's name alone does not say.
+std::string clock_why(const RankClock& c) {
+  if (c.clock != RankClock::Clock::unaligned) return c.clock == RankClock::Clock::one_clock ? "same host as the reference" : "";
+  if (c.own_collectives == 0) return "times as recorded: its input carries no collectives (none ran, or a summary without them)";
+  return "times as recorded: none of its " + std::to_string(c.own_collectives) + " collectives pairs with rank " +
+         std::to_string(c.reference_rank) + "'s or an aligned rank's";
+}
+
+// Each rank's clock; shown only when the ranks name more than one host.
+Rows clock_rows(const RankReport& report) {
+  Rows rows{{"rank", "host", "clock", "offset us", "error us", "collectives", "paired by", "via rank", "spread us", "why"}};
+  for (const RankClock& c : report.clocks.ranks) {
+    const bool aligned = c.clock == RankClock::Clock::aligned;
+    rows.push_back({std::to_string(c.rank), c.host.empty() ? "-" : c.host, to_string(c.clock),
+                    aligned ? us(c.alignment.offset_ns) : "0.000", aligned ? us(c.alignment.error_ns) : "-",
+                    aligned ? std::to_string(c.alignment.collectives) : "-", aligned ? to_string(c.alignment.pairing) : "-",
+                    c.alignment.via_rank >= 0 ? std::to_string(c.alignment.via_rank) : "-",
+                    aligned ? us(c.alignment.spread_ns) : "-", clock_why(c).empty() ? "-" : clock_why(c)});
+  }
+  return rows;
+}
+
 std::string aligned(const Rows& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
@@ -110,6 +138,14 @@ std::string table(const RankReport& report) {
            "; wait: longest minus shortest kernel of a collective, the time its first rank waited for its last)\n";
     out += aligned(communicator_rows(report));
   }
+  if (!report.clocks.one_host) {
+    out += "\nClocks (the ranks are on more than one host: each aligned to rank " + std::to_string(report.clocks.reference_rank) +
+           " on the ends of paired collectives; offset: added to the rank's times to put them on rank " +
+           std::to_string(report.clocks.reference_rank) +
+           "'s clock, the median of the differences; error: their median absolute deviation; a rank on rank " +
+           std::to_string(report.clocks.reference_rank) + "'s host shares its clock)\n";
+    out += aligned(clock_rows(report));
+  }
   for (const std::string& note : report.notes) out += "note: " + note + "\n";
   return out;
 }
@@ -124,7 +160,8 @@ std::string csv_field(const std::string& text) {
 std::string csv(const RankReport& report) {
   std::string out;
   for (const auto& [section, rows] : {std::pair{"rank", rank_rows(report)}, std::pair{"step", step_rows(report)},
-                                      std::pair{"communicator", communicator_rows(report)}}) {
+                                      std::pair{"communicator", communicator_rows(report)},
+                                      std::pair{"clock", report.clocks.one_host ? Rows{} : clock_rows(report)}}) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       out += i == 0 ? "section" : section;
       for (const std::string& field : rows[i]) out += "," + csv_field(field);
@@ -195,7 +232,29 @@ std::string json(const RankReport& report) {
            ",\"wait_max_ns\":" + std::to_string(c.wait_max_ns) +
            ",\"last_to_arrive_count\":" + std::to_string(c.last_to_arrive_count) + "}";
   }
-  out += "],\"notes\":[";
+  out += "],\"clocks\":{\"one_host\":";
+  out += report.clocks.one_host ? "true" : "false";
+  out += ",\"reference_rank\":" + std::to_string(report.clocks.reference_rank) + ",\"paired_by\":";
+  util::append_json_string(out, to_string(report.clocks.pairing));
+  out += ",\"ranks\":[";
+  for (std::size_t i = 0; i < report.clocks.ranks.size(); ++i) {
+    const RankClock& c = report.clocks.ranks[i];
+    const ClockAlignment& a = c.alignment;
+    out += i == 0 ? "\n{\"rank\":" : ",\n{\"rank\":";
+    out += std::to_string(c.rank) + ",\"host\":";
+    util::append_json_string(out, c.host);
+    out += ",\"clock\":";
+    util::append_json_string(out, to_string(c.clock));
+    out += ",\"offset_ns\":" + std::to_string(a.offset_ns) + ",\"error_ns\":" + std::to_string(a.error_ns) +
+           ",\"spread_ns\":" + std::to_string(a.spread_ns) + ",\"collectives\":" + std::to_string(a.collectives) +
+           ",\"paired_by\":";
+    util::append_json_string(out, c.clock == RankClock::Clock::aligned ? to_string(a.pairing) : "");
+    out += ",\"via_rank\":" + std::to_string(a.via_rank) + ",\"counts_differ\":" + (a.counts_differ ? "true" : "false") +
+           ",\"own_collectives\":" + std::to_string(c.own_collectives) + ",\"why\":";
+    util::append_json_string(out, clock_why(c));
+    out += "}";
+  }
+  out += "]},\"notes\":[";
   for (std::size_t i = 0; i < report.notes.size(); ++i) {
     if (i > 0) out += ',';
     util::append_json_string(out, report.notes[i]);

@@ -409,39 +409,6 @@ TEST(GuiModelTest, TraceLoaderRunsOffThreadWithProgress) {
 
 // --- Several rank traces as one timeline (rank_timeline.h) ---
 
-TEST(GuiModelTest, ClockAlignmentRecoversAKnownOffset) {
-  const std::vector<std::int64_t> reference = {10'000, 25'000, 40'500, 71'000, 90'000};
-  std::vector<std::int64_t> shifted;
-  for (auto t : reference) shifted.push_back(t - 123'456);  // this rank's clock is 123.456 us behind
-  auto a = align_on_collectives(reference, shifted);
-  EXPECT_EQ(a.collectives, 5);
-  EXPECT_EQ(a.offset_ns, 123'456);
-  EXPECT_EQ(a.error_ns, 0) << "exact matches: no error";
-  EXPECT_EQ(a.spread_ns, 0);
-  EXPECT_FALSE(a.counts_differ);
-
-  // Ends that agree only to within a few us: the median resists one late straggler.
-  std::vector<std::int64_t> noisy = shifted;
-  noisy[0] += 1'000, noisy[1] -= 1'000, noisy[2] += 500, noisy[4] += 50'000;
-  a = align_on_collectives(reference, noisy);
-  EXPECT_EQ(a.offset_ns, 123'456 - 500);  // differences 123.456 us - (1, -1, 0.5, 0, 50) us: median at -0.5 us
-  EXPECT_EQ(a.error_ns, 500);             // deviations 0.5, 1.5, 0, 0.5, 49.5 us: median 0.5 us
-  EXPECT_EQ(a.spread_ns, 51'000);
-
-  // Different counts pair the first ones; none: nothing aligned.
-  a = align_on_collectives(reference, {reference[0] + 7, reference[1] + 7});
-  EXPECT_EQ(a.collectives, 2);
-  EXPECT_EQ(a.offset_ns, -7);
-  EXPECT_TRUE(a.counts_differ);
-  a = align_on_collectives(reference, {});
-  EXPECT_EQ(a.collectives, 0);
-  EXPECT_EQ(a.offset_ns, 0);
-
-  EXPECT_TRUE(one_host({"node-a", "", "node-a"}));
-  EXPECT_TRUE(one_host({"", ""}));
-  EXPECT_FALSE(one_host({"node-a", "node-b"}));
-}
-
 // A rank's trace: a host process (pid 4242 on both ranks) with a cpu_op and a launch flow,
 // GPU 0 with a compute kernel and three all-reduces (one by name, one by its args mark).
 // `shift_ns` moves everything, as a host clock that differs; `jitter_ns` is added to the
@@ -653,9 +620,9 @@ TEST(GuiModelTest, RankClocksAlignOnCollectivesPairedByGroupAndSequence) {
   auto rank0 = analysis::load_trace_text(tp_dp_rank_trace(0, shifts[0]), "rank 0");
   auto rank2 = analysis::load_trace_text(tp_dp_rank_trace(2, shifts[2]), "rank 2");
   ASSERT_TRUE(rank0.ok() && rank2.ok());
-  const auto order = align_on_paired_collectives(analysis::collectives_by_communicator(*rank0.model),
-                                                 analysis::collectives_by_communicator(*rank2.model),
-                                                 analysis::CollectivePairing::order);
+  const auto order = analysis::align_on_paired_collectives(analysis::collectives_by_communicator(*rank0.model),
+                                                           analysis::collectives_by_communicator(*rank2.model),
+                                                           analysis::CollectivePairing::order);
   EXPECT_NE(order.offset_ns, -shifts[2]) << "order pairing gets rank 2's clock wrong";
 }
 

@@ -14,18 +14,6 @@ namespace {
 
 using analysis::TraceModel;
 
-std::int64_t median(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
-  const std::int64_t hi = v[mid];
-  if (v.size() % 2) return hi;
-  const std::int64_t lo = *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid));
-  // The mean of the middle two, rounded to the nearest ns (halves away from zero).
-  const std::int64_t sum = lo + hi;
-  return sum >= 0 ? (sum + 1) / 2 : -((-sum + 1) / 2);
-}
-
 QString micros(std::int64_t ns) { return QString::number(double(ns) / 1000.0, 'f', 3) + " us"; }
 
 // Trace JSON times are microseconds; ns keep all their digits as three decimals.
@@ -43,57 +31,6 @@ void append_us(std::string& out, std::int64_t ns) {
 }
 
 }  // namespace
-
-ClockAlignment align_on_collectives(const std::vector<std::int64_t>& reference_ends, const std::vector<std::int64_t>& ends) {
-  ClockAlignment a;
-  const std::size_t n = std::min(reference_ends.size(), ends.size());
-  a.counts_differ = reference_ends.size() != ends.size();
-  a.collectives = int(n);
-  if (n == 0) return a;
-  std::vector<std::int64_t> diffs(n);
-  for (std::size_t k = 0; k < n; ++k) diffs[k] = reference_ends[k] - ends[k];
-  a.offset_ns = median(diffs);
-  const auto [lo, hi] = std::minmax_element(diffs.begin(), diffs.end());
-  a.spread_ns = *hi - *lo;
-  std::vector<std::int64_t> deviations(n);
-  for (std::size_t k = 0; k < n; ++k) deviations[k] = diffs[k] >= a.offset_ns ? diffs[k] - a.offset_ns : a.offset_ns - diffs[k];
-  a.error_ns = median(std::move(deviations));
-  return a;
-}
-
-ClockAlignment align_on_paired_collectives(const std::vector<analysis::CommunicatorCollectives>& reference,
-                                           const std::vector<analysis::CommunicatorCollectives>& rank,
-                                           analysis::CollectivePairing rule) {
-  std::vector<std::int64_t> reference_ends, ends;
-  std::set<std::string> reference_names, names;
-  for (const auto& c : reference) reference_names.insert(c.name);
-  for (const auto& c : rank) names.insert(c.name);
-  bool one_sided = false;
-  for (const auto& paired : analysis::pair_collectives(std::vector<const analysis::RankCollectives*>{&reference, &rank}, rule)) {
-    const auto& first = paired.parts.front();
-    const auto& last = paired.parts.back();
-    if (first.rank == 0 && last.rank == 1) {
-      reference_ends.push_back(reference[first.communicator].end_ns[first.index]);
-      ends.push_back(rank[last.communicator].end_ns[last.index]);
-    } else if (reference_names.count(paired.communicator) && names.count(paired.communicator)) {
-      one_sided = true;  // a group both ran, but this collective on one of them only
-    }
-  }
-  ClockAlignment a = align_on_collectives(reference_ends, ends);
-  a.counts_differ = one_sided;
-  a.pairing = rule;
-  return a;
-}
-
-bool one_host(const std::vector<std::string>& hosts) {
-  const std::string* seen = nullptr;
-  for (const auto& h : hosts) {
-    if (h.empty()) continue;
-    if (seen && *seen != h) return false;
-    seen = &h;
-  }
-  return true;
-}
 
 QString RankGroup::label() const {
   QString text = QStringLiteral("rank %1").arg(rank);
@@ -177,60 +114,30 @@ QStringList communicator_names(const std::vector<analysis::CommunicatorCollectiv
   return names;
 }
 
-// A rank that shares no group with the reference: aligned through the lowest rank before it
-// that is on the reference's clock (aligned, or the reference's host) and shares a group.
-ClockAlignment align_through(const std::vector<RankGroup>& groups,
-                             const std::vector<std::vector<analysis::CommunicatorCollectives>>& collectives, std::size_t i,
-                             analysis::CollectivePairing rule) {
-  for (std::size_t j = 1; j < i; ++j) {
-    const RankGroup& via = groups[j];
-    if (via.clock == RankGroup::Clock::unaligned || via.clock == RankGroup::Clock::reference) continue;
-    ClockAlignment a = align_on_paired_collectives(collectives[j], collectives[i], rule);
-    if (a.collectives == 0) continue;
-    const bool via_aligned = via.clock == RankGroup::Clock::aligned;
-    a.offset_ns += via_aligned ? via.alignment.offset_ns : 0;
-    a.error_ns += via_aligned ? via.alignment.error_ns : 0;
-    a.via_rank = via.rank;
-    return a;
-  }
-  return {};
-}
-
 }  // namespace
 
 std::vector<RankGroup> plan_clocks(const std::vector<RankSource>& unsorted) {
   std::vector<RankSource> sources = unsorted;
   std::stable_sort(sources.begin(), sources.end(), [](const RankSource& a, const RankSource& b) { return a.model->rank < b.model->rank; });
+  std::vector<analysis::RankCollectives> collectives;
+  collectives.reserve(sources.size());
+  for (const auto& s : sources) collectives.push_back(analysis::collectives_by_communicator(*s.model));
+  std::vector<analysis::RankClockInput> inputs;
+  for (std::size_t i = 0; i < sources.size(); ++i) inputs.push_back({sources[i].model->rank, sources[i].model->host, &collectives[i]});
+  const analysis::ClockPlan plan = analysis::plan_rank_clocks(inputs);
   std::vector<RankGroup> groups;
-  std::vector<std::string> hosts;
-  std::vector<std::vector<analysis::CommunicatorCollectives>> collectives;
-  for (const auto& s : sources) {
-    hosts.push_back(s.model->host);
-    collectives.push_back(analysis::collectives_by_communicator(*s.model));
-  }
-  const bool same = one_host(hosts);
-  const analysis::CollectivePairing rule = analysis::pairing_rule(collectives);
   for (std::size_t i = 0; i < sources.size(); ++i) {
+    const analysis::RankClock& planned = plan.ranks[i];
     RankGroup g;
-    g.rank = sources[i].model->rank;
-    g.host = sources[i].model->host;
+    g.rank = planned.rank;
+    g.host = planned.host;
     g.path = sources[i].path;
-    g.reference_rank = sources.front().model->rank;
-    g.pairing = rule;
+    g.clock = planned.clock;
+    g.alignment = planned.alignment;
+    g.reference_rank = planned.reference_rank;
+    g.pairing = plan.pairing;
     g.communicators = communicator_names(collectives[i]);
     if (g.communicators.isEmpty() && !collectives[i].empty()) g.communicators << QStringLiteral("all");
-    if (same) {
-      g.clock = RankGroup::Clock::one_clock;
-    } else if (i == 0) {
-      g.clock = RankGroup::Clock::reference;
-    } else if (!g.host.empty() && g.host == sources.front().model->host) {
-      g.clock = RankGroup::Clock::one_clock;  // the reference's own host: its clock
-    } else {
-      g.alignment = align_on_paired_collectives(collectives.front(), collectives[i], rule);
-      if (g.alignment.collectives == 0) g.alignment = align_through(groups, collectives, i, rule);
-      g.alignment.pairing = rule;
-      g.clock = g.alignment.collectives > 0 ? RankGroup::Clock::aligned : RankGroup::Clock::unaligned;
-    }
     groups.push_back(std::move(g));
   }
   return groups;

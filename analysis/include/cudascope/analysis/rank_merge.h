@@ -10,8 +10,15 @@
 // by communicator and sequence number where the traces name them, else by order
 // (collective_pairing.h); the table of communicators says which.
 //
+// Clocks: when the ranks name more than one host, each rank's offset to the lowest rank's
+// clock, its estimated error and the collectives it rests on (clock_alignment.h, the rule
+// the viewer applies to a merged timeline), from the collectives' ends the summaries carry.
+// The table and CSV show them only then; the JSON always carries "clocks" ("one_host": true
+// when the times are used as recorded).
+//
 // Thread-safety: free functions, no shared state.
 
+#include <cudascope/analysis/clock_alignment.h>
 #include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_stats.h>
 
@@ -72,6 +79,7 @@ struct RankReport {
   CollectivePairing collective_pairing = CollectivePairing::order;
   std::vector<CommunicatorRow> communicators;  // by name; one "all" row under order pairing
   bool matched_by_name = true;
+  ClockPlan clocks;             // the inputs with a rank, by rank (a rank given twice: its first input)
   std::map<std::string, int> slowest_counts;  // rank label -> steps in which it was slowest
   std::vector<std::string> notes;             // ranks with a different number of steps, ranks of the
                                               // world size with no input, ...

@@ -11,19 +11,16 @@
 // with a rank another trace of the same format already has (a trace beside torch.profiler's
 // of the same rank), or opened alone keep today's behaviour: one tab each.
 //
-// Clocks. When every trace names the same host in distributedInfo (or none names one),
-// the timestamps are used as they are: one clock. Otherwise every rank is aligned to the
-// lowest rank (rank 0) on the ends of matching collectives, paired by the analysis library's
-// rule (collective_pairing.h): by process group and sequence number where the traces name
-// them (torch.profiler's), else the k-th communication kernel with the reference's k-th.
-// The offset is the median of (reference end - rank end) and its estimated error the median
-// absolute deviation of those differences (the spread, max - min, is kept too). A collective
-// cannot end on one rank before the last rank has contributed, so the ends agree to within
-// the last chunk's transfer (docs/ranks.md). A rank that shares no group with the reference
-// (rank 3 of tensor-parallel pairs {2,3} and data-parallel pairs {1,3}) is aligned through
-// a lower rank it shares one with, and the errors add up. A rank on the reference's own host
-// keeps offset 0; a rank without collectives is shown as recorded and says so. The group
-// header reads "rank N aligned to rank 0: offset X us ± Y us (K collectives paired by
+// Clocks: the analysis library's plan (clock_alignment.h, the rule `cudascope stats` reports
+// too). When every trace names the same host in distributedInfo (or none names one), the
+// timestamps are used as they are: one clock. Otherwise every rank is aligned to the lowest
+// rank on the ends of collectives paired by communicator and sequence number where the traces
+// name them (torch.profiler's), else by order: offset = median of (reference end - rank end),
+// error = median absolute deviation. A rank that shares no group with the reference (rank 3
+// of tensor-parallel pairs {2,3} and data-parallel pairs {1,3}) is aligned through a lower
+// rank it shares one with, and the errors add up. A rank on the reference's own host keeps
+// offset 0; a rank without collectives is shown as recorded and says so. The group header
+// reads "rank N aligned to rank 0: offset X us ± Y us (K collectives paired by
 // communicator and sequence number)", then the rank's communicators.
 //
 // The merged timeline is a snapshot of the files as read (a document whose rank files are
@@ -35,6 +32,7 @@
 //
 // UI-free (QtCore only); pure functions, callable from any thread.
 
+#include <cudascope/analysis/clock_alignment.h>
 #include <cudascope/analysis/collective_pairing.h>
 #include <cudascope/analysis/trace_model.h>
 
@@ -48,34 +46,14 @@
 
 namespace cudascope::gui {
 
-// One rank's clock relative to the reference rank's.
-struct ClockAlignment {
-  int collectives = 0;   // pairs used (the shorter of the two lists)
-  std::int64_t offset_ns = 0;  // add to this rank's times to put them on the reference's clock
-  std::int64_t error_ns = 0;   // median absolute deviation of the paired differences
-  std::int64_t spread_ns = 0;  // max - min of the paired differences
-  bool counts_differ = false;  // some collective of a group both ran was found on one of them only
-  analysis::CollectivePairing pairing = analysis::CollectivePairing::order;
-  int via_rank = -1;           // aligned through this rank (no group shared with the reference)
-};
-// Pairs the k-th end of `ends` with the k-th of `reference_ends`; no pairs: all zero.
-ClockAlignment align_on_collectives(const std::vector<std::int64_t>& reference_ends, const std::vector<std::int64_t>& ends);
-// Pairs a rank's collectives with the reference's by `rule` (analysis::pair_collectives) and
-// aligns on the ends of the pairs.
-ClockAlignment align_on_paired_collectives(const std::vector<analysis::CommunicatorCollectives>& reference,
-                                           const std::vector<analysis::CommunicatorCollectives>& rank,
-                                           analysis::CollectivePairing rule);
-
-// True when every non-empty host name is the same one (absent names count as that host).
-bool one_host(const std::vector<std::string>& hosts);
-
 // One rank of a merged timeline.
 struct RankGroup {
   int rank = -1;
   std::string host;        // distributedInfo's host ("" when the trace does not say)
   QString path;            // the file it came from
-  enum class Clock { reference, one_clock, aligned, unaligned } clock = Clock::one_clock;
-  ClockAlignment alignment;  // Clock::aligned: what was applied
+  using Clock = analysis::RankClock::Clock;
+  Clock clock = Clock::one_clock;
+  analysis::ClockAlignment alignment;  // Clock::aligned: what was applied
   int reference_rank = -1;   // the rank the clocks are aligned to
   // How the merged timeline pairs collectives across ranks (one rule for all ranks), and this
   // rank's communicators: "1 (tp [0, 1])"; "" for communication kernels of no named group.
