@@ -6,13 +6,17 @@
 #   3. torch.profiler per rank (Kineto traces) for comparison;
 #   4. cudascope stats of each set: per-rank and across-rank tables; summaries written beside
 #      the traces (--summary-out) merge to the same tables;
-#   5. a slow rank (--slow-rank 1): the other rank's exposed communication must grow.
-# Usage: bench/ranks/run_ddp_check.sh [BUILD_DIR] [OUT_DIR]   (NPROC=2 STEPS=30 to change)
+#   5. a slow rank (--slow-rank 1): the other rank's exposed communication must grow;
+#   6. rank 1 taken for another host whose clock is OFFSET_NS ahead (the test settings
+#      CUDASCOPE_TEST_HOSTNAME and CUDASCOPE_TEST_CLOCK_OFFSET_NS, docs/ranks.md): stats --json
+#      must recover the offset within the error it reports, from the traces and the summaries.
+# Usage: bench/ranks/run_ddp_check.sh [BUILD_DIR] [OUT_DIR]   (NPROC=2 STEPS=30 OFFSET_NS=7000000 to change)
 set -eu
 BUILD=${1:-build}
 OUT=${2:-ranks-out}
 NPROC=${NPROC:-2}
 STEPS=${STEPS:-30}
+OFFSET_NS=${OFFSET_NS:-7000000}
 CLI=$(realpath "$BUILD/cli/cudascope")
 HERE=$(dirname "$(realpath "$0")")
 TRAIN="$HERE/ddp_train.py"
@@ -85,5 +89,45 @@ def exposed(report, rank):
     return row["exposed_communication_ns"] / max(row["steps"], 1) / 1e6
 print(f"rank 0 exposed communication per step: {exposed(base, 0):.2f} ms balanced, {exposed(slow, 0):.2f} ms with rank 1 slow")
 assert exposed(slow, 0) > exposed(base, 0) + 10, "rank 0 should wait ~20 ms a step for rank 1"
+print("PASS")
+PY
+
+echo "== 6. rank 1 on a fake host, its clock $OFFSET_NS ns ahead: stats recovers the offset"
+cat > "$OUT/offset_rank.sh" <<EOF
+#!/bin/sh
+# Rank 1 as if on another host whose clock is $OFFSET_NS ns ahead (test settings, docs/ranks.md).
+if [ "\$RANK" = 1 ]; then export CUDASCOPE_TEST_CLOCK_OFFSET_NS=$OFFSET_NS CUDASCOPE_TEST_HOSTNAME=fake-host-1; fi
+exec "\$@"
+EOF
+chmod +x "$OUT/offset_rank.sh"
+torchrun --standalone --nproc-per-node "$NPROC" --no-python \
+  "$OUT/offset_rank.sh" "$CLI" run -o "$OUT/offset_%r.json.gz" -- python3 "$TRAIN" --steps "$STEPS"
+SHIFTED=""; SHIFTED_SUMMARIES=""; r=0
+while [ "$r" -lt "$NPROC" ]; do
+  SHIFTED="$SHIFTED $OUT/offset_$r.json.gz"; SHIFTED_SUMMARIES="$SHIFTED_SUMMARIES $OUT/summary_offset_$r.json"
+  r=$((r + 1))
+done
+# shellcheck disable=SC2086
+{
+  "$CLI" stats $SHIFTED | tee "$OUT/offset_stats.txt"
+  "$CLI" stats --json $SHIFTED > "$OUT/offset_stats.json"
+  "$CLI" stats --json $SHIFTED_SUMMARIES > "$OUT/offset_summary_stats.json"
+}
+python3 - "$OUT/offset_stats.json" "$OUT/offset_summary_stats.json" "$OFFSET_NS" <<'PY'
+import json, sys
+traces, summaries = (json.load(open(p))["clocks"] for p in sys.argv[1:3])
+shift = int(sys.argv[3])
+assert not traces["one_host"], "rank 1 should be taken for another host: " + repr(traces)
+r1 = next(r for r in traces["ranks"] if r["rank"] == 1)
+assert r1["host"] == "fake-host-1" and r1["clock"] == "aligned", r1
+# The offset puts rank 1's times on rank 0's clock: it undoes the shift, so the true one is -shift.
+residual = r1["offset_ns"] + shift
+print(f"rank 1: offset {r1['offset_ns'] / 1e3:.3f} us ± {r1['error_ns'] / 1e3:.3f} us "
+      f"({r1['collectives']} collectives paired by {r1['paired_by']}, spread {r1['spread_ns'] / 1e3:.3f} us); "
+      f"true {-shift / 1e3:.3f} us, off by {residual / 1e3:.3f} us")
+assert summaries == traces, "the summaries align differently from the traces"
+if abs(residual) > r1["error_ns"]:
+    print("FAIL: the true offset lies outside the estimated error")
+    sys.exit(1)
 print("PASS")
 PY

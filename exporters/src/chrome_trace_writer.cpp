@@ -4,6 +4,9 @@
 #include "flow_pairing.h"
 #include "trace_output.h"
 
+#include <cudascope/exporters/trace_path.h>
+#include <cudascope/util/env_value.h>
+
 #include <cxxabi.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -34,7 +37,8 @@ int env_int(const char* name) {
 
 // Kineto's "distributedInfo" (backend, rank, world_size), written when RANK is set; with
 // LOCAL_RANK too (torchrun, accelerate and deepspeed set both), local_rank and the host, which
-// a merge of several machines' ranks uses to tell one machine's GPUs from another's.
+// a merge of several machines' ranks uses to tell one machine's GPUs from another's (the host
+// also when the test setting CUDASCOPE_TEST_HOSTNAME names one).
 // The backend is "nccl": the one CUDA jobs use (TORCH_DISTRIBUTED_BACKEND overrides it).
 void append_distributed_info(std::string& out, const profiler::TraceInfo& info) {
   if (info.rank < 0) return;
@@ -45,16 +49,28 @@ void append_distributed_info(std::string& out, const profiler::TraceInfo& info) 
   append_int(out, info.rank);
   out += ",\"world_size\":";
   append_int(out, info.world_size >= 0 ? info.world_size : 1);
-  if (const int local_rank = env_int("LOCAL_RANK"); local_rank >= 0) {
+  const int local_rank = env_int("LOCAL_RANK");
+  if (local_rank >= 0) {
     out += ",\"local_rank\":";
     append_int(out, local_rank);
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+  }
+  if (local_rank >= 0 || util::env_text("CUDASCOPE_TEST_HOSTNAME")) {
+    if (const std::string host = trace_host_name(); !host.empty()) {
       out += ",\"host\":";
       append_json_string(out, host);
     }
   }
   out += '}';
+}
+
+// CUDASCOPE_TEST_CLOCK_OFFSET_NS (a test setting, docs/ranks.md): 0 when unset or refused.
+std::int64_t test_clock_offset_ns() {
+  try {
+    return util::env_test_clock_offset_ns().value_or(0);
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; ignored\n", e.what());
+    return 0;
+  }
 }
 
 std::string thread_name_of(std::uint32_t pid, std::uint32_t tid) {
@@ -121,6 +137,7 @@ void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   if (failed_) return;
   info_ = info;
   pid_ = info.process_id;
+  clock_offset_ns_ = test_clock_offset_ns();
   // Flow arrows need the launch calls: only traces recording runtime API calls pair them.
   if (info.activities.find("runtime") != std::string::npos || info.activities.find("launch") != std::string::npos)
     flows_ = std::make_unique<detail::FlowPairing>();
@@ -129,7 +146,7 @@ void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   buffer_ += ",\"activities\":";
   append_json_string(buffer_, info.activities);
   buffer_ += ",\"startNs\":";
-  append_int(buffer_, info.start_ns);
+  append_int(buffer_, shifted(info.start_ns));
   buffer_ += '}';
   append_distributed_info(buffer_, info);
   buffer_ += ",\"traceEvents\":[";
@@ -173,7 +190,7 @@ void ChromeTraceWriter::common(const char* ph, const std::string& name, const ch
   buffer_ += ",\"tid\":";
   append_int(buffer_, tid);
   buffer_ += ",\"ts\":";
-  append_us(buffer_, ts_ns);
+  append_us(buffer_, shifted(ts_ns));
 }
 
 void ChromeTraceWriter::device_track(int device, std::int64_t stream) {

@@ -1,20 +1,33 @@
 #include <cudascope/exporters/trace_path.h>
 
+#include <cudascope/util/env_value.h>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 
 namespace cudascope::exporters {
+
+std::string trace_host_name() {
+  try {
+    if (std::optional<std::string> name = util::env_test_hostname()) return std::move(*name);
+  } catch (const util::EnvError& e) {
+    std::fprintf(stderr, "cudascope: %s; ignored\n", e.what());
+  }
+  char host[HOST_NAME_MAX + 1] = {};
+  return gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string();
+}
 
 TracePathFields TracePathFields::of_this_process() {
   TracePathFields fields;
   if (const char* rank = std::getenv("RANK"); rank != nullptr && *rank != '\0') fields.rank = rank;
   fields.pid = std::to_string(getpid());
-  char host[HOST_NAME_MAX + 1] = {};
-  fields.host = gethostname(host, sizeof host - 1) == 0 && host[0] != '\0' ? host : "localhost";
+  fields.host = trace_host_name();
+  if (fields.host.empty()) fields.host = "localhost";
   return fields;
 }
 

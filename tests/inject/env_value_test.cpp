@@ -66,6 +66,29 @@ TEST(EnvValueTest, CountsAreDecimalWithinTheirRange) {
   }
 }
 
+TEST(EnvValueTest, SignedIntegersAreDecimalWithinTheirRange) {
+  EXPECT_EQ(parse_env_integer("CUDASCOPE_TEST_CLOCK_OFFSET_NS", "-7000000", -10'000'000, 10'000'000), -7000000);
+  EXPECT_EQ(parse_env_integer("CUDASCOPE_TEST_CLOCK_OFFSET_NS", "7000000", -10'000'000, 10'000'000), 7000000);
+  for (const char* text : {"-", "", "7ms", "+7", "1e6", "10000001", "-10000001", "99999999999999999999"}) {
+    EXPECT_THAT(refusal([&] { parse_env_integer("CUDASCOPE_TEST_CLOCK_OFFSET_NS", text, -10'000'000, 10'000'000); }),
+                HasSubstr(std::string("CUDASCOPE_TEST_CLOCK_OFFSET_NS='") + text +
+                          "' is not a whole number from -10000000 to 10000000"));
+  }
+}
+
+TEST(EnvValueTest, TestSettingsAreCheckedWithTheRest) {
+  setenv("CUDASCOPE_TEST_CLOCK_OFFSET_NS", "-7000000", 1);
+  setenv("CUDASCOPE_TEST_HOSTNAME", "fake-host-1", 1);
+  EXPECT_EQ(env_test_clock_offset_ns(), -7000000);
+  EXPECT_EQ(env_test_hostname(), "fake-host-1");
+  EXPECT_EQ(refusal([] { check_environment(); }), "(accepted)");
+  setenv("CUDASCOPE_TEST_HOSTNAME", "a b", 1);
+  EXPECT_THAT(refusal([] { check_environment(); }), HasSubstr("CUDASCOPE_TEST_HOSTNAME='a b' is not a host name"));
+  unsetenv("CUDASCOPE_TEST_HOSTNAME");
+  unsetenv("CUDASCOPE_TEST_CLOCK_OFFSET_NS");
+  EXPECT_EQ(env_test_clock_offset_ns(), std::nullopt);
+}
+
 TEST(EnvValueTest, MessagesShowControlCharactersEscaped) {
   EXPECT_EQ(env_shown("CUDASCOPE_JOB", "a\nb"), "CUDASCOPE_JOB='a\\x0ab'");
 }

@@ -93,6 +93,19 @@ std::uint64_t parse_env_count(const char* name, std::string_view text, std::uint
   return value;
 }
 
+std::int64_t parse_env_integer(const char* name, std::string_view text, std::int64_t min, std::int64_t max) {
+  const std::string expected = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  const std::string_view digits = !text.empty() && text.front() == '-' ? text.substr(1) : text;
+  if (digits.empty() || digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    refuse(name, text, expected);
+  }
+  const std::string copy(text);
+  errno = 0;
+  const long long value = std::strtoll(copy.c_str(), nullptr, 10);
+  if (errno == ERANGE || value < min || value > max) refuse(name, text, expected);
+  return value;
+}
+
 std::optional<std::string> env_choice(const char* name, const char* what, std::initializer_list<std::string_view> choices) {
   const std::optional<std::string> text = env_text(name);
   if (!text) return std::nullopt;
@@ -117,6 +130,12 @@ std::optional<std::uint64_t> env_count(const char* name, std::uint64_t min, std:
   return parse_env_count(name, *text, min, max);
 }
 
+std::optional<std::int64_t> env_integer(const char* name, std::int64_t min, std::int64_t max) {
+  const std::optional<std::string> text = env_text(name);
+  if (!text) return std::nullopt;
+  return parse_env_integer(name, *text, min, max);
+}
+
 std::optional<std::string> env_backend() { return env_choice("CUDASCOPE_BACKEND", "a backend", {"cuda", "sim", "auto"}); }
 std::optional<std::uint64_t> env_sim_devices() { return env_count("CUDASCOPE_SIM_DEVICES", 1, 64); }
 std::optional<std::uint64_t> env_metrics_top() { return env_count("CUDASCOPE_METRICS_TOP", 0, 1000); }
@@ -124,6 +143,19 @@ std::optional<bool> env_metrics_label_nvtx() { return env_flag("CUDASCOPE_METRIC
 std::optional<bool> env_cuda_sanitizer() { return env_flag("CUDASCOPE_CUDA_SANITIZER"); }
 std::optional<bool> env_cupti_discard() { return env_flag("CUDASCOPE_CUPTI_DISCARD"); }
 std::optional<std::string> env_clock() { return env_choice("CUDASCOPE_CLOCK", "a clock", {"tsc", "monotonic"}); }
+std::optional<std::int64_t> env_test_clock_offset_ns() {
+  return env_integer("CUDASCOPE_TEST_CLOCK_OFFSET_NS", -1'000'000'000'000, 1'000'000'000'000);
+}
+std::optional<std::string> env_test_hostname() {
+  const std::optional<std::string> text = env_text("CUDASCOPE_TEST_HOSTNAME");
+  if (!text) return std::nullopt;
+  const bool valid = !text->empty() && text->size() <= 255 &&
+                     std::all_of(text->begin(), text->end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
+                     });
+  if (!valid) refuse("CUDASCOPE_TEST_HOSTNAME", *text, "a host name: 1 to 255 letters, digits, '.', '-' or '_'");
+  return text;
+}
 
 void check_environment() {
   env_backend();
@@ -133,6 +165,8 @@ void check_environment() {
   env_cuda_sanitizer();
   env_cupti_discard();
   env_clock();
+  env_test_clock_offset_ns();
+  env_test_hostname();
 }
 
 }  // namespace cudascope::util

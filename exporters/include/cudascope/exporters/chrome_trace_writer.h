@@ -11,6 +11,10 @@
 //     when LOCAL_RANK is set too;
 //   - NCCL kernels with "communication":true and "collective" in their args.
 //
+// Every timestamp the trace holds ("ts", "startNs") passes through one point, which applies
+// the test setting CUDASCOPE_TEST_CLOCK_OFFSET_NS (docs/ranks.md: a clock offset on purpose,
+// read once at begin(); times below 0 are written as 0). Durations are not changed.
+//
 // Layout: the header and "traceEvents":[ come first, one event per line; deviceProperties
 // and the "cudascope" summary (records, dropped, "complete": true) after the array. A killed
 // process leaves every flushed line; read_trace() closes such a file.
@@ -67,6 +71,12 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   void begin_event(const char* ph);
   void end_event();
   void common(const char* ph, const std::string& name, const char* cat, std::int64_t pid, std::int64_t tid, std::uint64_t ts_ns);
+  // A time as the trace writes it: with the test clock offset applied.
+  std::uint64_t shifted(std::uint64_t ts_ns) const noexcept {
+    if (clock_offset_ns_ >= 0) return ts_ns + static_cast<std::uint64_t>(clock_offset_ns_);
+    const auto back = static_cast<std::uint64_t>(-clock_offset_ns_);
+    return ts_ns > back ? ts_ns - back : 0;
+  }
   void duration(const profiler::Record& r);
   void device_track(int device, std::int64_t stream);
   void host_thread(std::uint32_t tid);
@@ -106,6 +116,7 @@ class ChromeTraceWriter final : public profiler::TraceSink {
   std::string buffer_;
   profiler::TraceInfo info_;
   std::int64_t pid_ = 0;
+  std::int64_t clock_offset_ns_ = 0;  // CUDASCOPE_TEST_CLOCK_OFFSET_NS
   bool first_event_ = true;
   bool ended_ = false;
   bool failed_ = false;

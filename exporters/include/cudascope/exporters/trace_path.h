@@ -23,9 +23,14 @@ struct TracePathFields {
   std::string rank = "norank";
   std::string pid;
   std::string host;
-  // The calling process's: RANK, getpid(), gethostname().
+  // The calling process's: RANK, getpid(), trace_host_name() ("localhost" when empty).
   static TracePathFields of_this_process();
 };
+
+// The host our traces name (distributedInfo's "host", %h): CUDASCOPE_TEST_HOSTNAME when set
+// (a test setting, docs/ranks.md: a rank taken for another host's), else gethostname();
+// "" when neither gives one. A bad CUDASCOPE_TEST_HOSTNAME is reported on stderr and ignored.
+std::string trace_host_name();
 
 // True when `path` holds a directive (%r, %p, %h); "%%" alone is not one.
 bool is_trace_path_pattern(const std::string& path);

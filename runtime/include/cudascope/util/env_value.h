@@ -36,6 +36,8 @@ std::optional<bool> env_flag(const char* name);
 std::optional<double> env_seconds(const char* name, double max_seconds);
 // A whole number in [min, max], decimal digits only.
 std::optional<std::uint64_t> env_count(const char* name, std::uint64_t min, std::uint64_t max);
+// A whole number in [min, max], decimal digits with an optional leading '-'.
+std::optional<std::int64_t> env_integer(const char* name, std::int64_t min, std::int64_t max);
 
 // The same checks on a given text, for a value not (yet) in this process's environment.
 // Throw EnvError naming `name` and `text`.
@@ -44,6 +46,7 @@ std::string parse_env_choice(const char* name, std::string_view text, const char
 bool parse_env_flag(const char* name, std::string_view text);
 double parse_env_seconds(const char* name, std::string_view text, double max_seconds);
 std::uint64_t parse_env_count(const char* name, std::string_view text, std::uint64_t min, std::uint64_t max);
+std::int64_t parse_env_integer(const char* name, std::string_view text, std::int64_t min, std::int64_t max);
 
 // "NAME='text'" with control characters escaped and a long value cut: how messages show it.
 std::string env_shown(const char* name, std::string_view text);
@@ -57,6 +60,11 @@ std::optional<bool> env_metrics_label_nvtx();       // CUDASCOPE_METRICS_LABEL_N
 std::optional<bool> env_cuda_sanitizer();           // CUDASCOPE_CUDA_SANITIZER: a flag
 std::optional<bool> env_cupti_discard();            // CUDASCOPE_CUPTI_DISCARD: a flag
 std::optional<std::string> env_clock();             // CUDASCOPE_CLOCK: tsc, monotonic
+// Test settings (docs/ranks.md), read by the trace writer: every timestamp of this process's
+// trace shifted by this many ns, -10^12 to 10^12 (a clock offset on purpose) ...
+std::optional<std::int64_t> env_test_clock_offset_ns();  // CUDASCOPE_TEST_CLOCK_OFFSET_NS
+// ... and the host its trace names (and %h in a trace path): 1 to 255 of [A-Za-z0-9._-].
+std::optional<std::string> env_test_hostname();          // CUDASCOPE_TEST_HOSTNAME
 // Checks each of those that is set: throws the EnvError of the first that cannot be used.
 void check_environment();
 
