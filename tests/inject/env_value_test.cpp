@@ -64,6 +64,8 @@ TEST(EnvValueTest, CountsAreDecimalWithinTheirRange) {
     EXPECT_THAT(refusal([&] { parse_env_count("CUDASCOPE_SIM_DEVICES", text, 1, 64); }),
                 HasSubstr(std::string("CUDASCOPE_SIM_DEVICES='") + text + "' is not a whole number from 1 to 64"));
   }
+  // The whole unsigned range (an inode number is read this way).
+  EXPECT_EQ(parse_env_count("CUDASCOPE_PROGRESS_FD", "18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
 }
 
 TEST(EnvValueTest, SignedIntegersAreDecimalWithinTheirRange) {
@@ -73,6 +75,13 @@ TEST(EnvValueTest, SignedIntegersAreDecimalWithinTheirRange) {
     EXPECT_THAT(refusal([&] { parse_env_integer("CUDASCOPE_TEST_CLOCK_OFFSET_NS", text, -10'000'000, 10'000'000); }),
                 HasSubstr(std::string("CUDASCOPE_TEST_CLOCK_OFFSET_NS='") + text +
                           "' is not a whole number from -10000000 to 10000000"));
+  }
+  // The ends of the signed range, and one past each.
+  EXPECT_EQ(parse_env_integer("N", "9223372036854775807", INT64_MIN, INT64_MAX), INT64_MAX);
+  EXPECT_EQ(parse_env_integer("N", "-9223372036854775808", INT64_MIN, INT64_MAX), INT64_MIN);
+  for (const char* text : {"9223372036854775808", "-9223372036854775809"}) {
+    EXPECT_THAT(refusal([&] { parse_env_integer("N", text, INT64_MIN, INT64_MAX); }),
+                HasSubstr(std::string("N='") + text + "' is not a whole number"));
   }
 }
 

@@ -81,29 +81,41 @@ double parse_env_seconds(const char* name, std::string_view text, double max_sec
   return value;
 }
 
-std::uint64_t parse_env_count(const char* name, std::string_view text, std::uint64_t min, std::uint64_t max) {
-  const std::string expected = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
-  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string_view::npos) {
-    refuse(name, text, expected);
+namespace {
+// The value of 1 to 20 decimal digits; nothing when `digits` is not that or passes 2^64 - 1.
+std::optional<std::uint64_t> decimal(std::string_view digits) {
+  if (digits.empty() || digits.size() > 20 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
   }
-  const std::string copy(text);
-  errno = 0;
-  const unsigned long long value = std::strtoull(copy.c_str(), nullptr, 10);
-  if (errno == ERANGE || value < min || value > max) refuse(name, text, expected);
+  std::uint64_t value = 0;
+  for (const char c : digits) {
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
   return value;
+}
+}  // namespace
+
+std::uint64_t parse_env_count(const char* name, std::string_view text, std::uint64_t min, std::uint64_t max) {
+  const std::optional<std::uint64_t> value = decimal(text);
+  if (!value || *value < min || *value > max) {
+    refuse(name, text, "a whole number from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  return *value;
 }
 
 std::int64_t parse_env_integer(const char* name, std::string_view text, std::int64_t min, std::int64_t max) {
-  const std::string expected = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
-  const std::string_view digits = !text.empty() && text.front() == '-' ? text.substr(1) : text;
-  if (digits.empty() || digits.size() > 19 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
-    refuse(name, text, expected);
+  const bool negative = !text.empty() && text.front() == '-';
+  const std::optional<std::uint64_t> magnitude = decimal(negative ? text.substr(1) : text);
+  constexpr auto kLargest = static_cast<std::uint64_t>(INT64_MAX);
+  std::optional<std::int64_t> value;
+  if (magnitude && !negative && *magnitude <= kLargest) value = static_cast<std::int64_t>(*magnitude);
+  if (magnitude && negative && *magnitude <= kLargest + 1) value = -static_cast<std::int64_t>(*magnitude - 1) - 1;
+  if (!value || *value < min || *value > max) {
+    refuse(name, text, "a whole number from " + std::to_string(min) + " to " + std::to_string(max));
   }
-  const std::string copy(text);
-  errno = 0;
-  const long long value = std::strtoll(copy.c_str(), nullptr, 10);
-  if (errno == ERANGE || value < min || value > max) refuse(name, text, expected);
-  return value;
+  return *value;
 }
 
 std::optional<std::string> env_choice(const char* name, const char* what, std::initializer_list<std::string_view> choices) {
