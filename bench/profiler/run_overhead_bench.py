@@ -23,6 +23,7 @@ training loop and a compute-bound transformer training step. Configurations:
 Run only when --configs names them, to tell where metrics-only's cost comes from:
 
   mo-kernel-kinds   metrics-only with --activities kernel (no copy, memset, sync, memory records)
+  mo-nvtx-only      metrics-only with --activities nvtx (CUPTI on, no kind that records work)
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
   mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
 
@@ -97,6 +98,7 @@ def configs(count_launches):
     # no sampled window in the run (CUPTI on, its kernel records never), every kernel recorded.
     out += [
         Config("mo-kernel-kinds", METRICS_ONLY + ["--activities", "kernel"], scrape=True, diagnostic=True),
+        Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True),
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
                env={"CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
         Config("mo-exact", METRICS_ONLY, scrape=True, diagnostic=True, env={"CUDASCOPE_METRICS_SAMPLING": "0"}),

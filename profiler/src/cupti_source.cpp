@@ -36,11 +36,13 @@ namespace {
 
 std::uint64_t cupti_timestamp() { return cuda::instrumentation::host_time_ns(); }
 
-// The kinds enabled for the whole session; a sampled session's kernels are switched apart.
-std::vector<CUpti_ActivityKind> kinds_for(const ActivitySet& activities, bool kernels_sampled) {
-  std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
-                                           CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-  if (activities.contains(Activity::kKernel) && !kernels_sampled) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+// The kinds that record each piece of work or each call as it happens. A sampled session
+// switches them on only during its windows: on a launch-bound loop, CUPTI's copy and memset
+// records alone, kept on, cost about 20% even with no copy in the loop
+// (bench/results/overhead.md, cupti_floor).
+std::vector<CUpti_ActivityKind> work_kinds(const ActivitySet& activities) {
+  std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+  if (activities.contains(Activity::kKernel)) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (activities.contains(Activity::kMemcpy)) {
     kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
     kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY2);
@@ -49,8 +51,18 @@ std::vector<CUpti_ActivityKind> kinds_for(const ActivitySet& activities, bool ke
   if (activities.contains(Activity::kSync)) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
   if (activities.contains(Activity::kDriver)) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
   if (activities.contains(Activity::kOverhead)) kinds.push_back(CUPTI_ACTIVITY_KIND_OVERHEAD);
-  // Device memory the process obtains and returns, whatever allocator asked for it.
+  return kinds;
+}
+
+// The kinds enabled for the whole session: devices, contexts and the device memory the
+// process obtains and returns (whatever allocator asked: a gauge, so never sampled; these
+// records come with cudaMalloc-like calls only), and the work kinds unless they are sampled.
+std::vector<CUpti_ActivityKind> session_kinds(const ActivitySet& activities, bool sampled) {
+  std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT};
   if (activities.contains(Activity::kAllocator)) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY2);
+  if (!sampled) {
+    for (CUpti_ActivityKind kind : work_kinds(activities)) kinds.push_back(kind);
+  }
   return kinds;
 }
 
@@ -174,7 +186,7 @@ void CuptiSource::start() {
         reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(&requested_trampoline),
         reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(&completed_trampoline)));
     const bool sampled = options_.kernel_sampling != nullptr;
-    for (CUpti_ActivityKind kind : kinds_for(options_.activities, sampled)) {
+    for (CUpti_ActivityKind kind : session_kinds(options_.activities, sampled)) {
       const CUptiResult status = cuptiActivityEnable(kind);
       if (status != CUPTI_SUCCESS && !optional_kind(kind)) CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(kind));
     }
@@ -211,9 +223,9 @@ void CuptiSource::set_kernel_records(bool on) noexcept {
 // Under kernel_mutex_. A failure leaves the kinds as they were: the sampler's next switch
 // tries again, and the window's records are what CUPTI gave.
 void CuptiSource::switch_sampled_kinds(bool on) noexcept {
-  if (options_.activities.contains(Activity::kKernel)) {
-    if (on) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    else cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  for (CUpti_ActivityKind kind : work_kinds(options_.activities)) {
+    if (on) cuptiActivityEnable(kind);
+    else cuptiActivityDisable(kind);
   }
   for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) cuptiActivityEnableRuntimeApi(cbid, on ? 1 : 0);
   kernel_records_on_ = on;
@@ -251,7 +263,7 @@ void CuptiSource::stop() {
     if (kernel_records_on_) switch_sampled_kinds(false);
   }
   CUDASCOPE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-  for (CUpti_ActivityKind kind : kinds_for(options_.activities, options_.kernel_sampling != nullptr)) cuptiActivityDisable(kind);
+  for (CUpti_ActivityKind kind : session_kinds(options_.activities, options_.kernel_sampling != nullptr)) cuptiActivityDisable(kind);
   if (!options_.kernel_sampling) {
     for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) cuptiActivityEnableRuntimeApi(cbid, 0);
   }

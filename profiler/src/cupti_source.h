@@ -36,8 +36,9 @@ class CuptiSource : public DeviceSource {
   // this a process that launches fewer kernels than fill a buffer would show none of them
   // until it ends.
   void deliver_completed() noexcept override;
-  // Sampled sessions: CONCURRENT_KERNEL, and the picked launch calls when the session records
-  // them, are enabled only between set_kernel_records(true) and (false). CUPTI allows kinds to
+  // Sampled sessions: the kinds that record work (kernels, copies, memsets, synchronisations,
+  // overhead, external correlation) and the picked launch calls are enabled only between
+  // set_kernel_records(true) and (false). CUPTI allows kinds to
   // be enabled and disabled while the program runs; records already in buffers stay there
   // and are delivered as usual.
   void set_kernel_records(bool on) noexcept override;

@@ -77,8 +77,7 @@ void RuntimeSource::on_device_memory(const ins::DeviceMemoryActivity& memory) {
 }
 
 void RuntimeSource::on_kernel(const ins::KernelActivity& kernel) {
-  if (!activities_.contains(Activity::kKernel)) return;
-  if (sampling_ != nullptr && !sampling_->recording_kernels()) return;
+  if (!activities_.contains(Activity::kKernel) || outside_window()) return;
   describe_device(kernel.device);
   Record r = make_device_record(RecordKind::kKernel, kernel.device, kernel.stream_id, kernel.start_ns, kernel.end_ns,
                                 kernel.correlation_id);
@@ -109,7 +108,7 @@ CopyKindCode copy_code(ins::CopyKind kind) {
 }  // namespace
 
 void RuntimeSource::on_copy(const ins::CopyActivity& copy) {
-  if (!activities_.contains(Activity::kMemcpy)) return;
+  if (!activities_.contains(Activity::kMemcpy) || outside_window()) return;
   describe_device(copy.device);
   Record r = make_device_record(RecordKind::kMemcpy, copy.device, copy.stream_id, copy.start_ns, copy.end_ns,
                                 copy.correlation_id);
@@ -122,7 +121,7 @@ void RuntimeSource::on_copy(const ins::CopyActivity& copy) {
 }
 
 void RuntimeSource::on_memset(const ins::MemsetActivity& memset) {
-  if (!activities_.contains(Activity::kMemset)) return;
+  if (!activities_.contains(Activity::kMemset) || outside_window()) return;
   describe_device(memset.device);
   Record r = make_device_record(RecordKind::kMemset, memset.device, memset.stream_id, memset.start_ns, memset.end_ns,
                                 memset.correlation_id);
@@ -134,7 +133,7 @@ void RuntimeSource::on_memset(const ins::MemsetActivity& memset) {
 }
 
 void RuntimeSource::on_sync(const ins::SyncActivity& sync) {
-  if (!activities_.contains(Activity::kSync)) return;
+  if (!activities_.contains(Activity::kSync) || outside_window()) return;
   Record r = make_record(RecordKind::kSync);
   switch (sync.type) {
     case ins::SyncActivity::Type::kStream: r.detail = static_cast<std::uint8_t>(SyncType::kStream); break;

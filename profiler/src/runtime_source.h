@@ -18,7 +18,8 @@ namespace cudascope::profiler::detail {
 
 class RuntimeSource final : public cuda::instrumentation::Observer {
  public:
-  // `sampling`: kernels are reported only while it records them (null: every kernel).
+  // `sampling`: kernels, copies, memsets and synchronisations are reported only while its
+  // window is open (null: all of them), as the CUPTI source records them.
   explicit RuntimeSource(ActivitySet activities, const KernelSampling* sampling = nullptr)
       : activities_(activities), sampling_(sampling) {}
 
@@ -35,6 +36,7 @@ class RuntimeSource final : public cuda::instrumentation::Observer {
  private:
   // The first record of a device is preceded by a kDevice record with its properties.
   void describe_device(int device) noexcept;
+  bool outside_window() const noexcept { return sampling_ != nullptr && !sampling_->recording_kernels(); }
 
   const ActivitySet activities_;
   const KernelSampling* const sampling_;

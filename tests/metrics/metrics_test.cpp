@@ -80,7 +80,7 @@ std::string live_metrics_text() {
   return live.render();
 }
 
-// The live metrics of a metrics-only recording, whose kernel records are sampled: the
+// The live metrics of a metrics-only recording, whose records of device work are sampled: the
 // estimate families, the sampling ratio, and the exact launch count as formatted when CUPTI
 // gave its launch callback.
 std::string sampled_live_metrics_text() {
@@ -93,9 +93,16 @@ std::string sampled_live_metrics_text() {
   options.label_nvtx = true;
   options.kernel_sampling = sampling;
   metrics::ProfileMetrics live(options);
+  std::vector<profiler::Record> records;
   profiler::Record kernel = profiler::make_device_record(profiler::RecordKind::kKernel, 0, 1, 10, 20, 1);
   kernel.u.kernel.name = "step_kernel";
-  live.consume(&kernel, 1);
+  records.push_back(kernel);
+  records.push_back(profiler::make_device_record(profiler::RecordKind::kMemcpy, 0, 1, 10, 20, 2));
+  records.push_back(profiler::make_device_record(profiler::RecordKind::kMemset, 0, 1, 10, 20, 3));
+  profiler::Record sync = profiler::make_record(profiler::RecordKind::kSync);
+  sync.start_ns = 10;
+  records.push_back(sync);
+  live.consume(records.data(), records.size());
   live.flushed();
   return live.render();
 }

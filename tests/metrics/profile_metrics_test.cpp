@@ -361,3 +361,45 @@ TEST(ProfileMetricsSamplingTest, KernelsOfAFullRecordingStretchCountOnceEach) {
   // On for 100 ns of the window and 1000 ns since the stretch began, of 2000 ns.
   EXPECT_DOUBLE_EQ(find_sample(samples, "cudascope_kernel_sampling_ratio", {}).value_or(-1), 1100.0 / 2000.0);
 }
+
+// Copies, memsets and host waits are recorded in the kernels' windows (cupti_source.cpp), so
+// they are scaled by the same weights and never exported under a count's name.
+TEST(ProfileMetricsSamplingTest, CopiesMemsetsAndSyncsOfASampledRecordingAreEstimatesToo) {
+  std::uint64_t now = 0;
+  auto sampling = std::make_shared<profiler::KernelSampling>(profiler::SamplingPlan{}, [&now] { return now; });
+  metrics::ProfileMetricsOptions o = options(10);
+  o.kernel_sampling = sampling;
+  metrics::ProfileMetrics live(o);
+  sampling->begin(0);
+  sampling->open(100, 20);  // a sampled window
+  sampling->close(200);
+  sampling->open(1000, 1);  // a trace window asked for every record
+  profiler::Record copy = profiler::make_device_record(profiler::RecordKind::kMemcpy, 0, 3, 150, 160, 1);
+  copy.detail = static_cast<std::uint8_t>(profiler::CopyKindCode::kHtoD);
+  copy.u.copy.bytes = 4096;
+  profiler::Record late_copy = copy;
+  late_copy.start_ns = 1100;
+  late_copy.end_ns = 1130;
+  late_copy.u.copy.bytes = 100;
+  profiler::Record fill = profiler::make_device_record(profiler::RecordKind::kMemset, 0, 3, 170, 180, 2);
+  fill.u.memset.bytes = 64;
+  profiler::Record sync = profiler::make_record(profiler::RecordKind::kSync);
+  sync.detail = static_cast<std::uint8_t>(profiler::SyncType::kStream);
+  sync.start_ns = 190;
+  sync.end_ns = 195;
+  std::vector<profiler::Record> records{copy, late_copy, fill, sync};
+  live.consume(records.data(), records.size());
+  now = 2000;
+  const auto samples = parse_exposition(live.render());
+  EXPECT_EQ(find_sample(samples, "cudascope_memcpy_estimated_total", {{"kind", "HtoD"}}), 21.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_memcpy_bytes_estimated_total", {{"kind", "HtoD"}}), 20.0 * 4096 + 100);
+  EXPECT_DOUBLE_EQ(find_sample(samples, "cudascope_memcpy_seconds_estimated_total", {}).value_or(-1), (20 * 10 + 30) * 1e-9);
+  EXPECT_EQ(find_sample(samples, "cudascope_memset_estimated_total", {{"device", "0"}}), 20.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_memset_bytes_estimated_total", {{"device", "0"}}), 20.0 * 64);
+  EXPECT_EQ(find_sample(samples, "cudascope_sync_estimated_total", {{"type", "Stream Sync"}}), 20.0);
+  EXPECT_DOUBLE_EQ(find_sample(samples, "cudascope_sync_seconds_estimated_total", {}).value_or(-1), 20 * 5e-9);
+  for (const char* count : {"cudascope_memcpy_total", "cudascope_memcpy_bytes_total", "cudascope_memset_total",
+                            "cudascope_memset_bytes_total", "cudascope_sync_total", "cudascope_sync_seconds_total"}) {
+    EXPECT_EQ(series(samples, count), 0u) << count << ": no estimate under a count's name";
+  }
+}

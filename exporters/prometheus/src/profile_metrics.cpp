@@ -262,6 +262,14 @@ struct ProfileMetrics::State {
     kernels.add(kernel_key(r.device, kernel_id(r.u.kernel.name), range), r.device, t);
   }
 
+  // A copy, memset or synchronisation of a sampled session: recorded only in windows, like
+  // kernels, so it stands for its window's weight too.
+  Totals weighted(const Record& r, Totals t) const {
+    if (!sampled()) return t;
+    const std::uint64_t weight = profiler::KernelSampling::weight_in(segments, r.start_ns);
+    return Totals{t.count * weight, t.ns * weight, t.bytes * weight};
+  }
+
   // Before each batch: the segments any kernel of it can belong to are already opened.
   void refresh_segments() {
     if (sampled()) segments = options.kernel_sampling->segments();
@@ -284,13 +292,13 @@ struct ProfileMetrics::State {
           }
           break;
         case RecordKind::kMemcpy:
-          copies[{r.device, r.detail}] += Totals{1, duration, r.u.copy.bytes};
+          copies[{r.device, r.detail}] += weighted(r, Totals{1, duration, r.u.copy.bytes});
           break;
         case RecordKind::kMemset:
-          memsets[r.device] += Totals{1, duration, r.u.memset.bytes};
+          memsets[r.device] += weighted(r, Totals{1, duration, r.u.memset.bytes});
           break;
         case RecordKind::kSync:
-          syncs[r.detail] += Totals{1, duration, 0};
+          syncs[r.detail] += weighted(r, Totals{1, duration, 0});
           break;
         case RecordKind::kRuntimeApi:
         case RecordKind::kDriverApi:
@@ -384,29 +392,7 @@ struct ProfileMetrics::State {
       f.add(name, help, type, std::move(labels), value);
     };
     render_kernels(f);
-    for (const auto& [key, t] : copies) {
-      const Labels labels = with(constant, {{"device", std::to_string(key.first)},
-                                            {"kind", profiler::to_string(static_cast<profiler::CopyKindCode>(key.second))}});
-      add("cudascope_memcpy_total", "Copies completed, by kind.", MetricType::Counter, labels, static_cast<double>(t.count));
-      add("cudascope_memcpy_bytes_total", "Bytes copied, by kind.", MetricType::Counter, labels,
-          static_cast<double>(t.bytes));
-      add("cudascope_memcpy_seconds_total", "Time the device spent copying, by kind.", MetricType::Counter, labels,
-          static_cast<double>(t.ns) * kNs);
-    }
-    for (const auto& [device, t] : memsets) {
-      const Labels labels = with(constant, {{"device", std::to_string(device)}});
-      add("cudascope_memset_total", "Memsets completed.", MetricType::Counter, labels, static_cast<double>(t.count));
-      add("cudascope_memset_bytes_total", "Bytes set.", MetricType::Counter, labels, static_cast<double>(t.bytes));
-      add("cudascope_memset_seconds_total", "Time the device spent setting memory.", MetricType::Counter, labels,
-          static_cast<double>(t.ns) * kNs);
-    }
-    for (const auto& [type, t] : syncs) {
-      const Labels labels = with(constant, {{"type", profiler::to_string(static_cast<profiler::SyncType>(type))}});
-      add("cudascope_sync_total", "Host waits on the device (stream, event, device synchronisation).",
-          MetricType::Counter, labels, static_cast<double>(t.count));
-      add("cudascope_sync_seconds_total", "Host time spent waiting on the device.", MetricType::Counter, labels,
-          static_cast<double>(t.ns) * kNs);
-    }
+    render_transfers(f);
     render_ranges(f);
     render_event_timings(f);
     auto held_memory = device_memory;
@@ -428,6 +414,35 @@ struct ProfileMetrics::State {
     add("cudascope_profiler_buffer_bytes", "Memory the profiler's record buffers hold.", MetricType::Gauge, constant,
         static_cast<double>(buffer_bytes));
     return prometheus::TextSerializer().Serialize(f.all());
+  }
+
+  // Copies, memsets and synchronisations: counts, or estimates under other names when sampled.
+  void render_transfers(Families& f) {
+    const bool estimate = sampled();
+    const auto counter = [&](const char* stem, const std::string& help, const Labels& labels, double value) {
+      f.add(std::string(stem) + (estimate ? "_estimated_total" : "_total"),
+            estimate ? "ESTIMATE, from sampled windows of records (see cudascope_kernel_sampling_ratio): " + help : help,
+            MetricType::Counter, labels, value);
+    };
+    for (const auto& [key, t] : copies) {
+      const Labels labels = with(constant, {{"device", std::to_string(key.first)},
+                                            {"kind", profiler::to_string(static_cast<profiler::CopyKindCode>(key.second))}});
+      counter("cudascope_memcpy", "Copies completed, by kind.", labels, static_cast<double>(t.count));
+      counter("cudascope_memcpy_bytes", "Bytes copied, by kind.", labels, static_cast<double>(t.bytes));
+      counter("cudascope_memcpy_seconds", "Time the device spent copying, by kind.", labels, static_cast<double>(t.ns) * kNs);
+    }
+    for (const auto& [device, t] : memsets) {
+      const Labels labels = with(constant, {{"device", std::to_string(device)}});
+      counter("cudascope_memset", "Memsets completed.", labels, static_cast<double>(t.count));
+      counter("cudascope_memset_bytes", "Bytes set.", labels, static_cast<double>(t.bytes));
+      counter("cudascope_memset_seconds", "Time the device spent setting memory.", labels, static_cast<double>(t.ns) * kNs);
+    }
+    for (const auto& [type, t] : syncs) {
+      const Labels labels = with(constant, {{"type", profiler::to_string(static_cast<profiler::SyncType>(type))}});
+      counter("cudascope_sync", "Host waits on the device (stream, event, device synchronisation).", labels,
+              static_cast<double>(t.count));
+      counter("cudascope_sync_seconds", "Host time spent waiting on the device.", labels, static_cast<double>(t.ns) * kNs);
+    }
   }
 
   // Kernel counts by name; estimates (other names, with the sampling ratio) when sampled.

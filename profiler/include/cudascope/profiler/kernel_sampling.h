@@ -1,7 +1,8 @@
 #pragma once
 // Sampled kernel records for always-on metrics. A CUPTI record of every kernel costs a
-// launch-bound job far more than the 2% metrics may take (see bench/profiler/), so a
-// metrics-only recording asks for kernel records only during short windows: by default
+// launch-bound job far more than the 2% metrics may take (see bench/profiler/), and so do
+// CUPTI's copy, memset and synchronisation records merely being enabled, so a metrics-only
+// recording asks for records of device work only during short windows: by default
 // 50 ms in every 1 s (5%). Each period is cut into period / window slots and one slot, drawn
 // at random, is recorded: every instant then has the same chance (window / period) of being
 // seen, whatever the job's step time, so a job whose step divides the period is not always
@@ -83,7 +84,8 @@ class KernelSampling {
   void open(std::uint64_t t, std::uint64_t weight);
   // Kernel records are off from `t` (the segment goes on until the next open).
   void close(std::uint64_t t);
-  // Whether kernel records are wanted now (the sim's kernel reports read it per kernel).
+  // Whether records of device work (kernels, copies, memsets, synchronisations) are wanted
+  // now: the window is open (the sim's reports read it per record).
   bool recording_kernels() const noexcept { return on_.load(std::memory_order_relaxed); }
   // One switch of the device source's kinds took `took` (what enabling and disabling CUPTI's
   // kernel records costs, exported so a run shows it).

@@ -26,6 +26,9 @@
 //   cudascope_memcpy_total, _bytes_total, _seconds_total            {device, kind}
 //   cudascope_memset_total, _bytes_total, _seconds_total            {device}
 //   cudascope_sync_total, cudascope_sync_seconds_total              {type}
+//     when records are sampled, these are recorded in the same windows as kernels and
+//     exported as ESTIMATES under *_estimated_total names (cudascope_memcpy_estimated_total,
+//     cudascope_memcpy_bytes_estimated_total, ...), for the same reason
 //   cudascope_nvtx_range_duration_seconds (histogram)               {domain, range}
 //   cudascope_event_duration_seconds (histogram)                    {event}  (Event::elapsed_time spans,
 //                                                                   by the start event's name; "" unnamed)
