@@ -491,9 +491,11 @@ TEST(GuiModelTest, RankTracesOfDifferentHostsOpenAsOneAlignedTimeline) {
   EXPECT_EQ(ranks[0].clock, RankGroup::Clock::reference);
   EXPECT_EQ(ranks[1].clock, RankGroup::Clock::aligned);
   EXPECT_EQ(ranks[1].alignment.offset_ns, -2'500'000) << "the known offset is recovered";
-  EXPECT_EQ(ranks[1].alignment.error_ns, 0);
+  // The ends agree exactly, but only the parts' overlap bounds the offset: rank 0's parts are
+  // 40 us long, rank 1's 47 us, so it lies within [-2540, -2453] us.
+  EXPECT_EQ(ranks[1].alignment.error_ns, 47'000);
   EXPECT_EQ(ranks[1].alignment.collectives, 3) << "nccl* by name and \"communication\": true";
-  EXPECT_EQ(ranks[1].clockText(), "rank 1 aligned to rank 0: offset -2500.000 us ± 0.000 us (3 collectives paired by order)");
+  EXPECT_EQ(ranks[1].clockText(), "rank 1 aligned to rank 0: offset -2500.000 us ± 47.000 us (3 collectives paired by order)");
   EXPECT_EQ(ranks[1].pairingText(), "collectives paired by order (the traces do not all name their process groups)");
 
   // Both ranks' events, rank 1's on rank 0's clock.
@@ -539,13 +541,14 @@ TEST(GuiModelTest, RankTracesOfDifferentHostsOpenAsOneAlignedTimeline) {
   }
   EXPECT_EQ(doc.search().find({"gemm_kernel", false, false}).count, 2u);
 
-  // Ends that agree only to within 3 us on one of three collectives: the error says so.
+  // Ends that agree only to within 3 us on one of three collectives: the spread says so, the
+  // deviation (0, 3 us, 0) does not, and the overlap bounds are as before.
   const QString j1 = write_file(dir, "jitter_1.json", rank_trace(1, "node-b", 2'500'000, 3'000));
   auto jittered = open_together({r0, j1});
   ASSERT_EQ(jittered.docs.size(), 1u);
   const auto& a = jittered.docs.front()->rankGroups()[1].alignment;
   EXPECT_EQ(a.offset_ns, -2'500'000);
-  EXPECT_EQ(a.error_ns, 0);  // median absolute deviation of (0, 3 us, 0)
+  EXPECT_EQ(a.error_ns, 47'000);
   EXPECT_EQ(a.spread_ns, 3'000);
 }
 
@@ -593,14 +596,18 @@ TEST(GuiModelTest, RankClocksAlignOnCollectivesPairedByGroupAndSequence) {
   for (int r = 1; r < 4; ++r) {
     EXPECT_EQ(ranks[r].clock, RankGroup::Clock::aligned) << r;
     EXPECT_EQ(ranks[r].alignment.offset_ns, -shifts[r]) << "rank " << r << ": " << ranks[r].clockText().toStdString();
-    EXPECT_EQ(ranks[r].alignment.error_ns, 0) << r;
     EXPECT_EQ(ranks[r].alignment.pairing, analysis::CollectivePairing::communicator_and_sequence);
   }
+  // The ends agree exactly; the error is the parts' overlap (rank r's are 40 + 7r us long): rank 1
+  // against rank 0 47 us, rank 2 54 us, rank 3 against rank 1 61 us plus rank 1's 47.
+  EXPECT_EQ(ranks[1].alignment.error_ns, 47'000);
+  EXPECT_EQ(ranks[2].alignment.error_ns, 54'000);
+  EXPECT_EQ(ranks[3].alignment.error_ns, 108'000);
   EXPECT_EQ(ranks[1].alignment.collectives, 3) << "rank 0 and 1 share only their tensor-parallel group";
   EXPECT_EQ(ranks[2].alignment.collectives, 3) << "rank 0 and 2 share only their data-parallel group";
   EXPECT_EQ(ranks[3].alignment.via_rank, 1) << "rank 3 shares no group with rank 0";
   EXPECT_EQ(ranks[3].clockText(),
-            "rank 3 aligned to rank 0 through rank 1: offset -2250.000 us ± 0.000 us (3 collectives paired by communicator "
+            "rank 3 aligned to rank 0 through rank 1: offset -2250.000 us ± 108.000 us (3 collectives paired by communicator "
             "and sequence number)");
   EXPECT_EQ(ranks[2].pairingText(), "collectives paired by communicator and sequence number: 2 ([2, 3]), 3 ([0, 2])");
   EXPECT_TRUE(ranks[0].headerText().endsWith("; " + ranks[0].pairingText())) << ranks[0].headerText().toStdString();

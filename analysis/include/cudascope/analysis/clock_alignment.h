@@ -8,8 +8,11 @@
 // communicator and sequence number where the traces name them, else by order). A collective
 // cannot end on one rank before the last rank has contributed, so its ends agree to within
 // the last chunk's transfer (docs/ranks.md). The offset is the median of (reference end -
-// rank end), its estimated error the median absolute deviation of those differences (the
-// spread, max - min, is kept too). A rank on the reference's own host keeps the reference's
+// rank end), its estimated error the median absolute deviation of those differences, widened
+// to the offsets under which every pair of parts overlaps in time (neither part of a
+// collective can end before the other has started): the rank contributing last may end a
+// little later every time, a constant lag the deviation does not show (the spread,
+// max - min, is kept too). A rank on the reference's own host keeps the reference's
 // clock; a rank that shares no group with the reference is aligned through the lowest rank
 // before it that is on the reference's clock and shares one, and the errors add up; a rank
 // with no collective to match is left as recorded and says so.
@@ -32,7 +35,8 @@ namespace cudascope::analysis {
 struct ClockAlignment {
   int collectives = 0;         // pairs used
   std::int64_t offset_ns = 0;  // add to this rank's times to put them on the reference's clock
-  std::int64_t error_ns = 0;   // median absolute deviation of the paired differences
+  std::int64_t error_ns = 0;   // median absolute deviation of the paired differences, widened to
+                               // the overlap bounds (align_on_paired_collectives)
   std::int64_t spread_ns = 0;  // max - min of the paired differences
   bool counts_differ = false;  // some collective of a group both ran was found on one of them only
   CollectivePairing pairing = CollectivePairing::order;
@@ -42,8 +46,9 @@ struct ClockAlignment {
 // Pairs the k-th end of `ends` with the k-th of `reference_ends` (the shorter list's count);
 // no pairs: all zero.
 ClockAlignment align_on_collectives(const std::vector<std::int64_t>& reference_ends, const std::vector<std::int64_t>& ends);
-// Pairs a rank's collectives with the reference's by `rule` (pair_collectives) and aligns on
-// the ends of the pairs.
+// Pairs a rank's collectives with the reference's by `rule` (pair_collectives), aligns on
+// the ends of the pairs and widens the error to the offsets under which every pair overlaps
+// (unless those bounds contradict each other).
 ClockAlignment align_on_paired_collectives(const RankCollectives& reference, const RankCollectives& rank,
                                            CollectivePairing rule);
 
