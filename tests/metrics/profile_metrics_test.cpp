@@ -343,16 +343,31 @@ TEST(ProfileMetricsSamplingTest, EstimatesComeWithTheSamplingRatioAndNeverPassFo
   }
 }
 
-TEST(ProfileMetricsSamplingTest, KernelsOfAFullRecordingStretchCountOnceEach) {
+// Live metrics of a sampled recording whose timeline is a sampled window (weight 20) from 100
+// to 200 ns, then from 1000 ns a stretch of full recording (a trace window; weight 1). The
+// clock reads `now`.
+struct WindowThenFullStretch {
   std::uint64_t now = 0;
-  auto sampling = std::make_shared<profiler::KernelSampling>(profiler::SamplingPlan{}, [&now] { return now; });
-  metrics::ProfileMetricsOptions o = options(10);
-  o.kernel_sampling = sampling;
-  metrics::ProfileMetrics live(o);
-  sampling->begin(0);
-  sampling->open(100, 20);  // a sampled window
-  sampling->close(200);
-  sampling->open(1000, 1);  // a trace window asked for every kernel
+  std::shared_ptr<profiler::KernelSampling> sampling =
+      std::make_shared<profiler::KernelSampling>(profiler::SamplingPlan{}, [this] { return now; });
+  metrics::ProfileMetrics live{sampled_options()};
+
+  WindowThenFullStretch() {
+    sampling->begin(0);
+    sampling->open(100, 20);
+    sampling->close(200);
+    sampling->open(1000, 1);
+  }
+  metrics::ProfileMetricsOptions sampled_options() {
+    metrics::ProfileMetricsOptions o = options(10);
+    o.kernel_sampling = sampling;
+    return o;
+  }
+};
+
+TEST(ProfileMetricsSamplingTest, KernelsOfAFullRecordingStretchCountOnceEach) {
+  WindowThenFullStretch run;
+  auto& [now, sampling, live] = run;
   std::vector<profiler::Record> records{kernel(kNames[0], 150, 10), kernel(kNames[0], 1100, 10), kernel(kNames[0], 1200, 10)};
   live.consume(records.data(), records.size());
   now = 2000;
@@ -365,15 +380,8 @@ TEST(ProfileMetricsSamplingTest, KernelsOfAFullRecordingStretchCountOnceEach) {
 // Copies, memsets and host waits are recorded in the kernels' windows (cupti_source.cpp), so
 // they are scaled by the same weights and never exported under a count's name.
 TEST(ProfileMetricsSamplingTest, CopiesMemsetsAndSyncsOfASampledRecordingAreEstimatesToo) {
-  std::uint64_t now = 0;
-  auto sampling = std::make_shared<profiler::KernelSampling>(profiler::SamplingPlan{}, [&now] { return now; });
-  metrics::ProfileMetricsOptions o = options(10);
-  o.kernel_sampling = sampling;
-  metrics::ProfileMetrics live(o);
-  sampling->begin(0);
-  sampling->open(100, 20);  // a sampled window
-  sampling->close(200);
-  sampling->open(1000, 1);  // a trace window asked for every record
+  WindowThenFullStretch run;
+  auto& [now, sampling, live] = run;
   profiler::Record copy = profiler::make_device_record(profiler::RecordKind::kMemcpy, 0, 3, 150, 160, 1);
   copy.detail = static_cast<std::uint8_t>(profiler::CopyKindCode::kHtoD);
   copy.u.copy.bytes = 4096;
