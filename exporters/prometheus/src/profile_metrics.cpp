@@ -249,25 +249,18 @@ struct ProfileMetrics::State {
 
   bool sampled() const { return options.kernel_sampling != nullptr; }
 
-  // A sampled kernel counts as its window's weight: the estimate of the kernels it stands for.
-  void count_kernel(const Record& r, std::uint32_t range) {
-    std::uint64_t weight = 1;
-    if (sampled()) {
-      weight = profiler::KernelSampling::weight_in(segments, r.start_ns);
-      ++sampled_records[r.device];
-    }
-    Totals t;
-    t.count = weight;
-    t.ns = weight * (r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
-    kernels.add(kernel_key(r.device, kernel_id(r.u.kernel.name), range), r.device, t);
-  }
-
-  // A copy, memset or synchronisation of a sampled session: recorded only in windows, like
-  // kernels, so it stands for its window's weight too.
+  // A record of a sampled session (kernel, copy, memset or synchronisation: all recorded only
+  // in windows) stands for its window's weight of them: its figures scaled by that weight.
   Totals weighted(const Record& r, Totals t) const {
     if (!sampled()) return t;
     const std::uint64_t weight = profiler::KernelSampling::weight_in(segments, r.start_ns);
     return Totals{t.count * weight, t.ns * weight, t.bytes * weight};
+  }
+
+  void count_kernel(const Record& r, std::uint32_t range) {
+    if (sampled()) ++sampled_records[r.device];
+    const Totals t = weighted(r, Totals{1, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, 0});
+    kernels.add(kernel_key(r.device, kernel_id(r.u.kernel.name), range), r.device, t);
   }
 
   // Before each batch: the segments any kernel of it can belong to are already opened.
