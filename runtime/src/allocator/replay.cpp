@@ -198,7 +198,13 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
   const AllocatorConfig config = AllocatorConfig::parse(header.has("conf") ? header.text("conf") : "", name + " conf");
   std::optional<std::size_t> limit;
   if (header.has("memory_limit")) limit = static_cast<std::size_t>(header.number("memory_limit"));
-  ReplaySession session(device, config, limit, name);
+  std::size_t streams = 1;
+  if (header.has("streams")) {
+    const std::int64_t n = header.number("streams");
+    if (n < 1 || n > 65) header.fail("\"streams\" is " + std::to_string(n) + "; expected 1 to 65");
+    streams = static_cast<std::size_t>(n);
+  }
+  ReplaySession session(device, config, limit, streams, name);
   std::string line;
   lines.skip_blank_lines();
   while (lines.next(line)) {

@@ -11,10 +11,12 @@
 #include <cudascope/cuda/error.h>
 #include <cudascope/cuda/memory.h>
 
+#include <algorithm>
+
 namespace cudascope::cuda::memory {
 
 ReplaySession::ReplaySession(int device, const AllocatorConfig& config, std::optional<std::size_t> memory_limit,
-                             const std::string& name)
+                             std::size_t streams, const std::string& name)
     : device_(device), saved_(allocator_settings()) {
   CUDASCOPE_CHECK(detail::alloc::live_allocations(device) == 0, error_code::kInvalidValue, "replay",
                   name + ": device " + std::to_string(device) + " has live allocations; a replay needs a clean allocator");
@@ -26,6 +28,7 @@ ReplaySession::ReplaySession(int device, const AllocatorConfig& config, std::opt
   reset_peak_memory_stats(device);
   if (memory_limit) set_per_process_memory_limit(*memory_limit, device);
   streams_.push_back(current_stream(device));
+  while (streams_.size() < streams) streams_.emplace_back(device_);
 }
 
 ReplaySession::~ReplaySession() {
@@ -65,7 +68,9 @@ ReplayOutcome replay_requests(const std::vector<ReplayRequest>& requests, const 
   const auto& progress = options.progress;
   const AllocatorConfig config = AllocatorConfig::parse(options.conf, name);
   ReplayOutcome out;
-  ReplaySession session(current_device(), config, options.memory_limit, name);
+  std::size_t streams = 1;
+  for (const ReplayRequest& r : requests) streams = std::max<std::size_t>(streams, r.stream + std::size_t{1});
+  ReplaySession session(current_device(), config, options.memory_limit, streams, name);
   const int device = session.device();
   constexpr std::size_t kProgressEvery = 1 << 16;
   for (std::size_t i = 0; i < requests.size(); ++i) {
