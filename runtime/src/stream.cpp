@@ -18,21 +18,36 @@ namespace detail {
 namespace {
 
 // Like torch, Stream() hands out streams round-robin from a fixed pool per device and
-// priority, created on first use, so constructing Streams in a loop creates no more
-// than kPoolSize streams.
+// priority level, so constructing Streams in a loop creates no more than the pool. As torch
+// does on CUDA, the first Stream() on a device creates the whole pool at once (kPoolSize
+// streams for each of up to kMaxPriorities levels, slot by slot): the driver takes device
+// memory for each stream, so creating them later, between cudaMallocs, would place a
+// process's allocations elsewhere than PyTorch's (seen replaying recorded sequences).
 constexpr int kPoolSize = 32;
-constexpr int kMaxPriorities = 8;
+constexpr int kMaxPriorities = 4;  // torch's max_compile_time_stream_priorities
 
 struct PoolSlot {
-  std::once_flag created;
   StreamHandle handle = nullptr;
   std::int64_t id = 0;
 };
 
 struct DevicePools {
+  std::once_flag created;
   std::array<std::array<PoolSlot, kPoolSize>, kMaxPriorities> slots;
   std::array<std::atomic<unsigned>, kMaxPriorities> next{};
 };
+
+// Slot by slot, each level's stream of that slot, in the order torch creates them.
+void create_pool(DevicePools& pools, int device, int least_priority, int levels) {
+  Backend& backend = lazy_backend();
+  for (std::size_t i = 0; i < kPoolSize; ++i) {
+    for (int level = 0; level < levels; ++level) {
+      PoolSlot& slot = pools.slots[static_cast<std::size_t>(level)][i];
+      slot.handle = backend.stream_create(device, least_priority - level);
+      slot.id = backend.stream_id(device, slot.handle);
+    }
+  }
+}
 
 std::vector<std::unique_ptr<DevicePools>>& pools() {
   static auto* all = [] {
@@ -72,15 +87,14 @@ Stream::Stream(int device, int priority) {
   device_ = detail::resolve_device(device);
   detail::Backend& backend = detail::lazy_backend();
   const auto [least, greatest] = backend.stream_priority_range();
-  priority_ = std::clamp(priority, greatest, least);
-  const int level = std::min(least - priority_, detail::kMaxPriorities - 1);
+  const int levels = std::min(least - greatest + 1, detail::kMaxPriorities);
+  // As torch's, a priority past the last level gets the last level's stream (and priority).
+  const int level = std::min(least - std::clamp(priority, greatest, least), levels - 1);
+  priority_ = least - level;
   detail::DevicePools& pools = *detail::pools()[static_cast<std::size_t>(device_)];
+  std::call_once(pools.created, [&] { detail::create_pool(pools, device_, least, levels); });
   const unsigned index = pools.next[static_cast<std::size_t>(level)].fetch_add(1) % detail::kPoolSize;
-  detail::PoolSlot& slot = pools.slots[static_cast<std::size_t>(level)][index];
-  std::call_once(slot.created, [&] {
-    slot.handle = backend.stream_create(device_, priority_);
-    slot.id = backend.stream_id(device_, slot.handle);
-  });
+  const detail::PoolSlot& slot = pools.slots[static_cast<std::size_t>(level)][index];
   handle_ = slot.handle;
   id_ = slot.id;
 }

@@ -1,6 +1,8 @@
 #include "test_support.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 namespace cuda = cudascope::cuda;
@@ -22,11 +24,30 @@ TEST(StreamTest, NewStreamIsDistinctFromDefault) {
   EXPECT_TRUE(stream.query());
 }
 
-TEST(StreamTest, PriorityIsClampedToRange) {
+TEST(StreamTest, PriorityIsClampedToRangeAndToFourLevels) {
   const auto [least, greatest] = cuda::Stream::priority_range();
   EXPECT_LE(greatest, least);
-  EXPECT_EQ(cuda::Stream(0, greatest - 100).priority(), greatest);
+  // As torch.cuda.Stream: at most four levels (Hopper's range has six priorities).
+  const int last_level = std::max(greatest, least - 3);
+  EXPECT_EQ(cuda::Stream(0, greatest - 100).priority(), last_level);
+  EXPECT_EQ(cuda::Stream(0, greatest).priority(), last_level);
   EXPECT_EQ(cuda::Stream(0, least + 100).priority(), least);
+  EXPECT_EQ(cuda::Stream(0, least - 1).priority(), std::max(greatest, least - 1));
+}
+
+TEST(StreamTest, ThePoolIsCreatedWholeSlotBySlot) {
+  if (cudascope::testing::on_cuda_backend()) GTEST_SKIP() << "stream ids are the driver's; the sim numbers streams as it creates them";
+  // torch creates each slot's stream of every level in turn, all at the first Stream(): the
+  // ids of one level's streams then step by the number of levels.
+  const auto [least, greatest] = cuda::Stream::priority_range();
+  const std::int64_t levels = std::min(least - greatest + 1, 4);
+  std::set<std::int64_t> ids;
+  for (int i = 0; i < 32; ++i) ids.insert(cuda::Stream(0, 0).id());
+  ASSERT_EQ(ids.size(), 32u);
+  EXPECT_EQ(*ids.rbegin() - *ids.begin(), 31 * levels);
+  std::set<std::int64_t> next_level;
+  for (int i = 0; i < 32; ++i) next_level.insert(cuda::Stream(0, least - 1).id());
+  EXPECT_EQ(*next_level.begin(), *ids.begin() + 1);
 }
 
 TEST(StreamTest, PoolHandsOutAtMost32StreamsPerPriority) {

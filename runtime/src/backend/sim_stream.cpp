@@ -21,7 +21,7 @@ std::uint64_t SimStream::busy_ns() const noexcept {
 }
 
 SimStream::SimStream(int device, int priority, std::int64_t id)
-    : device_(device), priority_(priority), id_(id), worker_([this] { run(); }) {}
+    : device_(device), priority_(priority), id_(id) {}
 
 SimStream::~SimStream() {
   {
@@ -30,7 +30,7 @@ SimStream::~SimStream() {
     stopping_ = true;
   }
   work_ready_.notify_one();
-  worker_.join();
+  if (worker_.joinable()) worker_.join();
 }
 
 void SimStream::enqueue(std::function<void()> work, const char* label) {
@@ -41,6 +41,8 @@ void SimStream::enqueue(std::function<void()> work, const char* label) {
       return;
     }
     queue_.push_back(std::move(work));
+    // Started with the first work: a stream pool creates 128 streams, most never used.
+    if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
   }
   work_ready_.notify_one();
 }

@@ -1,5 +1,6 @@
 #pragma once
-// A simulated stream: one worker thread executing queued work in order.
+// A simulated stream: one worker thread, started with its first work, executing queued work
+// in order.
 
 #include "sim_graph.h"
 

@@ -14,8 +14,11 @@ class Event;
 
 class Stream {
  public:
-  // A new stream on `device` (-1: current) with `priority` (0 default; lower is higher
-  // priority, within priority_range()).
+  // The next stream of `device`'s pool (-1: current device) at `priority` (0 default; lower
+  // is higher priority, within priority_range()), round-robin over 32 streams per priority
+  // level, as torch's getStreamFromPool: at most 4 levels, a priority past the last getting
+  // the last level (priority() says which). The first Stream() on a device creates its whole
+  // pool, as torch does on CUDA.
   explicit Stream(int device = -1, int priority = 0);
 
   bool query() const;               // all work done?
