@@ -32,11 +32,13 @@ endfunction()
 
 # A GoogleTest executable registered with ctest, one test per TEST(), with labels.
 # Usage: cudascope_add_test(NAME runtime_test SOURCES a.cpp LIBS cudascope::runtime LABELS unit [MAIN lib]
-#                           [ENV VAR=value...])  (every ENV entry reaches every test of the executable)
+#                           [ENV VAR=value...] [DEVICE_EXCLUSIVE])  (every ENV entry reaches every test of
+#                           the executable; DEVICE_EXCLUSIVE: on a build with the cuda backend its tests
+#                           run alone)
 # MAIN defaults to cudascope_test_main (tests/support), which runs on the sim backend unless
 # CUDASCOPE_BACKEND is set.
 function(cudascope_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT;MAIN" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
+  cmake_parse_arguments(T "DEVICE_EXCLUSIVE" "NAME;TIMEOUT;MAIN" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   if(NOT T_MAIN)
     set(T_MAIN cudascope_test_main)
@@ -54,7 +56,10 @@ function(cudascope_add_test)
   # gtest_discover_tests marks a test that calls GTEST_SKIP as skipped by itself.
   set(properties LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
   # GPU tests time kernels on the device: other tests' kernels sharing it would stretch them.
-  if("gpu" IN_LIST T_LABELS)
+  # Tests that compare with what PyTorch saw on a device of its own (where the driver places
+  # segments, how much memory is free) need the GPU to themselves too; on the sim each process
+  # has its own device, so they run in parallel there.
+  if("gpu" IN_LIST T_LABELS OR (T_DEVICE_EXCLUSIVE AND CUDASCOPE_HAVE_CUDA))
     list(APPEND properties RUN_SERIAL TRUE)
   endif()
   include(GoogleTest)
