@@ -142,7 +142,8 @@ std::string table(const RankReport& report) {
     out += "\nClocks (the ranks are on more than one host: each aligned to rank " + std::to_string(report.clocks.reference_rank) +
            " on the ends of paired collectives; offset: added to the rank's times to put them on rank " +
            std::to_string(report.clocks.reference_rank) +
-           "'s clock, the median of the differences; error: their median absolute deviation; a rank on rank " +
+           "'s clock, the median of the differences; error: their median absolute deviation, widened to the offsets "
+           "under which the paired collectives overlap in time; a rank on rank " +
            std::to_string(report.clocks.reference_rank) + "'s host shares its clock)\n";
     out += aligned(clock_rows(report));
   }

@@ -16,7 +16,8 @@
 // timestamps are used as they are: one clock. Otherwise every rank is aligned to the lowest
 // rank on the ends of collectives paired by communicator and sequence number where the traces
 // name them (torch.profiler's), else by order: offset = median of (reference end - rank end),
-// error = median absolute deviation. A rank that shares no group with the reference (rank 3
+// error = median absolute deviation, widened to the offsets under which the paired parts
+// overlap in time (clock_alignment.h). A rank that shares no group with the reference (rank 3
 // of tensor-parallel pairs {2,3} and data-parallel pairs {1,3}) is aligned through a lower
 // rank it shares one with, and the errors add up. A rank on the reference's own host keeps
 // offset 0; a rank without collectives is shown as recorded and says so. The group header
