@@ -8,6 +8,7 @@ segment_alloc/segment_free, recorded by tests/data/make_replay.py) as bare cudaM
 through ctypes, after:
   cudart          nothing but context creation (/usr/local/cuda's libcudart)
   cudart+streams  two streams created with cudaStreamCreateWithPriority
+  cudart+pool     torch's whole stream pool: 32 slots of 4 priorities (0, -1, -2, -3)
   torch           torch.cuda.init()
   torch+streams   torch.cuda.init() and two torch.cuda.Stream()s, as the recording process
 It prints, per variant, the index of the first cudaMalloc whose address (relative to the
@@ -23,7 +24,7 @@ import os
 import subprocess
 import sys
 
-VARIANTS = ("cudart", "cudart+streams", "torch", "torch+streams")
+VARIANTS = ("cudart", "cudart+streams", "cudart+pool", "torch", "torch+streams")
 
 
 def replay_segments(variant, path):
@@ -35,10 +36,10 @@ def replay_segments(variant, path):
             [torch.cuda.Stream() for _ in range(2)]
     lib = ctypes.CDLL("/usr/local/cuda/lib64/libcudart.so")
     lib.cudaFree(ctypes.c_void_p(0))  # the context
-    if variant == "cudart+streams":
-        for _ in range(2):
-            stream = ctypes.c_void_p()
-            lib.cudaStreamCreateWithPriority(ctypes.byref(stream), 1, 0)  # non-blocking, priority 0
+    priorities = {"cudart+streams": [0, 0], "cudart+pool": [-p for _ in range(32) for p in range(4)]}
+    for priority in priorities.get(variant, []):
+        stream = ctypes.c_void_p()
+        lib.cudaStreamCreateWithPriority(ctypes.byref(stream), 1, priority)  # 1: non-blocking
     placed, by_recorded = [], {}
     for event in json.load(gzip.open(path, "rt"))["events"]:
         if event["action"] == "segment_alloc":
