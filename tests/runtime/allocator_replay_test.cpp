@@ -98,6 +98,20 @@ TEST(ReplayFileTest, BadLinesNameTheFileAndLine) {
               ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("max_split_size_mb")));
 }
 
+TEST(ReplayFileTest, AStreamCountOutsideOneTo65IsAnErrorBeforeAnyOp) {
+  for (const char* count : {"0", "66", "-3"}) {
+    std::istringstream in(std::string("{\"conf\": \"\", \"streams\": ") + count +
+                          "}\n{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\n");
+    EXPECT_THAT([&] { cuda::memory::replay(in, "seq.jsonl"); },
+                ::testing::ThrowsMessage<cuda::Error>(::testing::AllOf(
+                    ::testing::HasSubstr("seq.jsonl:1"), ::testing::HasSubstr(std::string("\"streams\" is ") + count))))
+        << count;
+    EXPECT_EQ(cuda::memory_stats(0).at("allocation.all.allocated"), 0);
+  }
+  std::istringstream three("{\"conf\": \"\", \"streams\": 3}\n{\"op\": \"alloc\", \"id\": 1, \"size\": 100, \"stream\": 2}\n");
+  EXPECT_EQ(cuda::memory::replay(three, "seq.jsonl").at("allocation.all.allocated"), 1);
+}
+
 TEST(ReplayFileTest, OverlongLineIsAnErrorAfterOneMiB) {
   std::string text = "{\"conf\": \"\"}\n{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\n";
   text += std::string((1 << 20) + 10, ' ');

@@ -20,10 +20,11 @@ namespace cudascope::cuda::memory {
 class ReplaySession {
  public:
   // Empties the cache, applies `config` and the optional cap on reserved bytes, resets the
-  // statistics and creates `streams` streams (the current one first), as the recording process
-  // did before its first request: on a GPU the driver takes device memory for each new stream,
-  // so one created between two cudaMallocs would move the second from where the recording's
-  // went. Throws cuda::Error naming `name` when `device` has live allocations.
+  // statistics and takes `streams` streams (the current one first), as the recording process
+  // did before its first request: the first Stream() creates the device's stream pool, and on a
+  // GPU the driver takes device memory for each stream, so a pool created between two
+  // cudaMallocs would move the second from where the recording's went. Throws cuda::Error
+  // naming `name` when `device` has live allocations.
   ReplaySession(int device, const AllocatorConfig& config, std::optional<std::size_t> memory_limit,
                 std::size_t streams, const std::string& name);
   // Frees what is still allocated, empties the cache and restores what the constructor changed.
@@ -33,7 +34,7 @@ class ReplaySession {
 
   // False when the allocator ran out of memory (the id then stays unallocated, as a failed
   // request leaves nothing behind). Stream 0 is the current stream, 1..64 side streams (one
-  // past those created up front is created here).
+  // past those taken up front is taken here).
   bool alloc(std::uint64_t id, std::size_t size, std::size_t stream);
   // A free of an id that is not allocated (its alloc failed) is ignored.
   void free(std::uint64_t id);

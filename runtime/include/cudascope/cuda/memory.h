@@ -235,9 +235,10 @@ std::string snapshot_to_pickle(const Snapshot& snapshot);
 // streams the recording process created before its first op), then one op per line:
 // {"op":"alloc","id":N,"size":B,"stream":S}, {"op":"free","id":N}, {"op":"empty_cache"},
 // {"op":"reset_peak"}. Stream 0 is the current stream, 1.. side streams; the header's streams
-// are created before the first op, as the recording's were (on a GPU the driver takes device
-// memory for a new stream, so one created between two cudaMallocs moves the second), and a
-// stream index past them is created at its first use. Runs on the current
+// are taken before the first op, as the recording's were (the first Stream() creates the
+// device's stream pool, and on a GPU the driver takes device memory for each stream, so a pool
+// created between two cudaMallocs moves the second), and a stream index past them is taken at
+// its first use. Runs on the current
 // device, which must have no live allocations; afterwards frees what is left, restores the
 // configuration and resets the statistics. Returns memory_stats() as it was at the end.
 // Reads line by line in bounded memory: a line over 1 MiB (input that is not a sequence,
@@ -272,7 +273,7 @@ std::vector<std::uintptr_t> read_recorded_addresses(const std::string& addresses
 struct ReplayRequest {
   enum class Kind : std::uint8_t { alloc, free, empty_cache };
   Kind kind = Kind::alloc;
-  std::uint8_t stream = 0;  // 0: the current stream; 1..64 side streams, all created before the first request
+  std::uint8_t stream = 0;  // 0: the current stream; 1..64 side streams, all taken before the first request
   std::uint64_t id = 0;     // pairs a free with its alloc
   std::size_t size = 0;     // alloc: the requested bytes (before rounding)
 };
