@@ -1,11 +1,14 @@
 // Trace timeline benchmarks on a large generated trace (bench/analysis's Kineto-shaped
 // generator; ~10M events): redraw of the whole timeline widget at zoom levels from the whole
 // trace down to microseconds, search over all events (substring, rare name, regex) with
-// next/previous, range summaries, and the index build. The trace is read once by the
+// next/previous, range summaries, the index build, and (for rank traces) what each follow step
+// of rank files still being written redoes: the merge of every rank and both indexes. The trace is read once by the
 // analysis library's loader (its own benchmark times that).
 //   CUDASCOPE_BENCH_TRACE=trace.json gui_trace_timeline_bench
 //   CUDASCOPE_BENCH_TRACE=r/trace_0.json:r/trace_1.json:... gui_trace_timeline_bench   (ranks as one timeline)
 #include <cudascope/analysis/timeline_summary.h>
+#include <cudascope/analysis/trace_loader.h>
+#include <cudascope/gui/rank_timeline.h>
 #include <cudascope/gui/trace_document.h>
 #include <cudascope/gui/trace_timeline_view.h>
 
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 namespace {
 
@@ -186,6 +190,39 @@ void BM_SearchIndexBuild(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(analysis::TimelineSearch::build(f.doc->model()).event_count());
 }
 BENCHMARK(BM_SearchIndexBuild)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+// A follow step of rank files still being written merges every rank again and rebuilds both
+// indexes (TraceDocument): its cost, on the ranks as read whole. Skipped for a single trace.
+void BM_RankFollowStepRemerge(benchmark::State& state) {
+  const char* env = std::getenv("CUDASCOPE_BENCH_TRACE");
+  const QStringList paths = QString(env ? env : "").split(QLatin1Char(':'), Qt::SkipEmptyParts);
+  if (paths.size() < 2) {
+    state.SkipWithError("CUDASCOPE_BENCH_TRACE names one trace, not rank traces");
+    return;
+  }
+  static const auto models = [&] {
+    std::vector<std::unique_ptr<analysis::TraceModel>> out;
+    for (const QString& p : paths) out.push_back(analysis::load_trace(p.toStdString()).model);
+    return out;
+  }();
+  std::vector<gui::RankSource> ranks;
+  for (int i = 0; i < paths.size(); ++i) {
+    if (!models[static_cast<std::size_t>(i)]) {
+      state.SkipWithError("a rank trace failed to load");
+      return;
+    }
+    ranks.push_back({paths[i], models[static_cast<std::size_t>(i)].get()});
+  }
+  std::size_t events = 0;
+  for (auto _ : state) {
+    const gui::MergedRankTimeline merged = gui::merge_rank_traces(ranks);
+    events = merged.model->event_count();
+    benchmark::DoNotOptimize(analysis::TimelineIndex::build(*merged.model).rows().size());
+    benchmark::DoNotOptimize(analysis::TimelineSearch::build(*merged.model).event_count());
+  }
+  state.counters["events"] = static_cast<double>(events);
+}
+BENCHMARK(BM_RankFollowStepRemerge)->Unit(benchmark::kMillisecond)->Iterations(5)->Repetitions(3);
 
 }  // namespace
 

@@ -36,6 +36,7 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <chrono>
 #include <fstream>
 #include <random>
 
@@ -1037,6 +1038,36 @@ TEST(GuiIssue23Test, AMergedTimelineFollowsEveryRankFileUntilEachIsComplete) {
   EXPECT_EQ(doc.search().find({"gemm_kernel", false, false}).count, 2u) << "search sees both ranks' new events";
   QTest::qWait(700);
   EXPECT_EQ(rebuilt.count(), 2) << "nothing is polled any more";
+}
+
+TEST(GuiIssue23Test, FollowingRestsThreeTimesAStepsLengthBeforeTheNextStep) {
+  int argc = 1;
+  char arg0[] = "gui_model_test";
+  char* argv[] = {arg0, nullptr};
+  QCoreApplication app(argc, argv);
+  QTemporaryDir dir;
+  const std::string text0 = rank_trace(0, "node-a", 0), text1 = rank_trace(1, "node-b", 0);
+  const std::size_t first_cut = text1.size() / 3, second_cut = text1.size() * 2 / 3;
+  const QString r0 = write_file(dir, "trace_0.json", text0);
+  const QString r1 = write_file(dir, "trace_1.json", text1.substr(0, first_cut));
+  auto opened = open_together({r0, r1});
+  ASSERT_EQ(opened.docs.size(), 1u);
+  TraceDocument& doc = *opened.docs.front();
+  QSignalSpy grew(&doc, &TraceDocument::grew);
+  const auto before_step = std::chrono::steady_clock::now();
+  std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(first_cut, second_cut - first_cut);
+  doc.setFollowing(true, 1);  // a tick every millisecond: only the rest spaces the steps
+  ASSERT_TRUE(grew.wait(10000));
+  ASSERT_GT(doc.lastStepSeconds(), 0.0);
+  const auto rest = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(doc.lastStepSeconds() * TraceDocument::kRestPerStepTime));
+  EXPECT_GE(doc.nextStepNotBefore(), before_step + rest) << "the rest counts from the step's end";
+  const auto not_before = doc.nextStepNotBefore();
+  std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(second_cut);
+  while (!doc.stepping() && grew.count() == 1) QCoreApplication::processEvents(QEventLoop::AllEvents, 1);
+  EXPECT_GE(std::chrono::steady_clock::now(), not_before) << "no step starts while following rests";
+  ASSERT_TRUE(grew.count() == 2 || grew.wait(10000));
+  EXPECT_EQ(doc.model().event_count(), open_together({r0, r1}).docs.front()->model().event_count());
 }
 
 TEST(GuiIssue23Test, AStepThatEndsWhileFollowingIsOffWaitsUntilItIsOnAgain) {

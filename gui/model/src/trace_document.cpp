@@ -113,9 +113,8 @@ std::unique_ptr<LoadedTrace> merge_rank_set(std::vector<std::unique_ptr<LoadedTr
   return out;
 }
 
-}  // namespace
-
-RankFollowStep follow_rank_sources(std::vector<std::unique_ptr<LoadedTrace>> sources) {
+// One follow step's work (follow_rank_sources, which times it).
+RankFollowStep poll_and_merge(std::vector<std::unique_ptr<LoadedTrace>> sources) {
   RankFollowStep step;
   for (auto& s : sources) {
     if (s->follower->finished()) continue;
@@ -137,6 +136,15 @@ RankFollowStep follow_rank_sources(std::vector<std::unique_ptr<LoadedTrace>> sou
   }
   step.rebuilt = merge_rank_set(sources, step.error);
   if (!step.rebuilt) step.sources = std::move(sources);
+  return step;
+}
+
+}  // namespace
+
+RankFollowStep follow_rank_sources(std::vector<std::unique_ptr<LoadedTrace>> sources) {
+  const auto start = std::chrono::steady_clock::now();
+  RankFollowStep step = poll_and_merge(std::move(sources));
+  step.seconds = seconds_since(start);
   return step;
 }
 
@@ -336,6 +344,7 @@ long long TraceDocument::pollOnce() {
 
 void TraceDocument::startStep() {
   if (stepping_ || loaded_->rank_sources.empty()) return;  // the last step is still merging
+  if (std::chrono::steady_clock::now() < next_step_not_before_) return;  // resting after a long merge
   stepping_ = true;
   auto sources = std::make_shared<std::vector<std::unique_ptr<LoadedTrace>>>(std::move(loaded_->rank_sources));
   loaded_->rank_sources.clear();
@@ -345,6 +354,10 @@ void TraceDocument::startStep() {
 
 long long TraceDocument::takeStep(RankFollowStep step, bool apply) {
   stepping_ = false;
+  last_step_seconds_ = step.seconds;
+  next_step_not_before_ = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(step.seconds * kRestPerStepTime));
   if (!step.rebuilt) {
     loaded_->rank_sources = std::move(step.sources);
     noteUnfinished();

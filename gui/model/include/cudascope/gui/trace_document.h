@@ -8,7 +8,9 @@
 // a follow step polls those, and when any gained events merges every rank again (clocks
 // re-aligned on the collectives paired by then) and indexes the result. The step runs on a
 // worker thread (it reads no model a view reads: the views read the merged one); the new
-// timeline replaces the old on the UI thread (rebuilt(), then grew()). A file stops being
+// timeline replaces the old on the UI thread (rebuilt(), then grew()). A merge grows with
+// the ranks' events (bench/results/ranks.md), so after each step following rests three times
+// as long as the step took before the next: at most a quarter of one core, however large. A file stops being
 // polled once its trace is complete, and following stops when every file's is.
 //
 // Lives on the UI thread; the model, index and search are read there. A single trace's follow
@@ -27,6 +29,7 @@
 #include <QString>
 #include <QStringList>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -63,6 +66,7 @@ struct RankFollowStep {
   std::vector<std::unique_ptr<LoadedTrace>> sources;  // when not rebuilt: the sources, handed back
   long long added = 0;                                 // events the files gained
   QString error;                                       // a file could not be read (or merged); sources handed back
+  double seconds = 0;                                  // how long the step took (poll, merge, indexes)
 };
 // Polls every unfinished file of `sources` (LoadedTrace::rank_sources) once and, when any
 // gained events, merges them all again and indexes the merge (rebuilt holds the sources while
@@ -134,6 +138,11 @@ class TraceDocument : public QObject {
   void setFollowing(bool on, int interval_ms = 500);
   // A rank timeline's follow step is polling and merging on a worker thread.
   bool stepping() const { return stepping_; }
+  // Following rests this many times a rank step's duration after it before starting another.
+  static constexpr int kRestPerStepTime = 3;
+  // When the next rank step may start (steady clock); a timer tick before it starts none.
+  std::chrono::steady_clock::time_point nextStepNotBefore() const { return next_step_not_before_; }
+  double lastStepSeconds() const { return last_step_seconds_; }  // the last rank step's duration
   // One poll now, on the calling (UI) thread: events added, -1 on error (followError emitted).
   // A rank timeline: waits for a step in flight, applies it, then steps once more in place.
   long long pollOnce();
@@ -159,6 +168,8 @@ class TraceDocument : public QObject {
   QTimer* timer_ = nullptr;
   QFutureWatcher<std::shared_ptr<RankFollowStep>>* step_ = nullptr;
   bool stepping_ = false;                  // a step owns the rank sources
+  std::chrono::steady_clock::time_point next_step_not_before_{};
+  double last_step_seconds_ = 0;
   std::unique_ptr<LoadedTrace> pending_;   // a rebuilt timeline waiting for following to resume
   long long pending_added_ = 0;
   QStringList unfinished_;
