@@ -1040,22 +1040,36 @@ TEST(GuiIssue23Test, AMergedTimelineFollowsEveryRankFileUntilEachIsComplete) {
   EXPECT_EQ(rebuilt.count(), 2) << "nothing is polled any more";
 }
 
-TEST(GuiIssue23Test, FollowingRestsThreeTimesAStepsLengthBeforeTheNextStep) {
+// Two ranks on one host, rank 0's file complete and rank 1's being written (its first
+// `rank1_written` bytes so far), with the event loop the follow timer and step watcher need.
+class GuiIssue23FollowTest : public ::testing::Test {
+ protected:
+  void write_ranks(std::size_t rank1_written) {
+    r0 = write_file(dir, "trace_0.json", text0);
+    r1 = write_file(dir, "trace_1.json", text1.substr(0, rank1_written));
+  }
+  void write_more_of_rank1(std::size_t from, std::size_t to = std::string::npos) {
+    std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(from, to == std::string::npos ? to : to - from);
+  }
+
   int argc = 1;
-  char arg0[] = "gui_model_test";
-  char* argv[] = {arg0, nullptr};
-  QCoreApplication app(argc, argv);
+  char arg0[15] = "gui_model_test";
+  char* argv[2] = {arg0, nullptr};
+  QCoreApplication app{argc, argv};
   QTemporaryDir dir;
   const std::string text0 = rank_trace(0, "node-a", 0), text1 = rank_trace(1, "node-b", 0);
+  QString r0, r1;
+};
+
+TEST_F(GuiIssue23FollowTest, FollowingRestsThreeTimesAStepsLengthBeforeTheNextStep) {
   const std::size_t first_cut = text1.size() / 3, second_cut = text1.size() * 2 / 3;
-  const QString r0 = write_file(dir, "trace_0.json", text0);
-  const QString r1 = write_file(dir, "trace_1.json", text1.substr(0, first_cut));
+  write_ranks(first_cut);
   auto opened = open_together({r0, r1});
   ASSERT_EQ(opened.docs.size(), 1u);
   TraceDocument& doc = *opened.docs.front();
   QSignalSpy grew(&doc, &TraceDocument::grew);
   const auto before_step = std::chrono::steady_clock::now();
-  std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(first_cut, second_cut - first_cut);
+  write_more_of_rank1(first_cut, second_cut);
   doc.setFollowing(true, 1);  // a tick every millisecond: only the rest spaces the steps
   ASSERT_TRUE(grew.wait(10000));
   ASSERT_GT(doc.lastStepSeconds(), 0.0);
@@ -1063,23 +1077,16 @@ TEST(GuiIssue23Test, FollowingRestsThreeTimesAStepsLengthBeforeTheNextStep) {
       std::chrono::duration<double>(doc.lastStepSeconds() * TraceDocument::kRestPerStepTime));
   EXPECT_GE(doc.nextStepNotBefore(), before_step + rest) << "the rest counts from the step's end";
   const auto not_before = doc.nextStepNotBefore();
-  std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(second_cut);
+  write_more_of_rank1(second_cut);
   while (!doc.stepping() && grew.count() == 1) QCoreApplication::processEvents(QEventLoop::AllEvents, 1);
   EXPECT_GE(std::chrono::steady_clock::now(), not_before) << "no step starts while following rests";
   ASSERT_TRUE(grew.count() == 2 || grew.wait(10000));
   EXPECT_EQ(doc.model().event_count(), open_together({r0, r1}).docs.front()->model().event_count());
 }
 
-TEST(GuiIssue23Test, AStepThatEndsWhileFollowingIsOffWaitsUntilItIsOnAgain) {
-  int argc = 1;
-  char arg0[] = "gui_model_test";
-  char* argv[] = {arg0, nullptr};
-  QCoreApplication app(argc, argv);
-  QTemporaryDir dir;
-  const std::string text0 = rank_trace(0, "node-a", 0), text1 = rank_trace(1, "node-b", 0);
+TEST_F(GuiIssue23FollowTest, AStepThatEndsWhileFollowingIsOffWaitsUntilItIsOnAgain) {
   const std::size_t cut = text1.size() / 2;
-  const QString r0 = write_file(dir, "trace_0.json", text0);
-  const QString r1 = write_file(dir, "trace_1.json", text1.substr(0, cut));
+  write_ranks(cut);
   auto opened = open_together({r0, r1});
   ASSERT_EQ(opened.docs.size(), 1u);
   TraceDocument& doc = *opened.docs.front();
@@ -1087,7 +1094,7 @@ TEST(GuiIssue23Test, AStepThatEndsWhileFollowingIsOffWaitsUntilItIsOnAgain) {
   EXPECT_EQ(doc.unfinishedPaths(), QStringList{r1});
   const std::size_t before = doc.model().event_count();
   QSignalSpy grew(&doc, &TraceDocument::grew);
-  std::ofstream(r1.toStdString(), std::ios::app) << text1.substr(cut);
+  write_more_of_rank1(cut);
   // Paused (as for a range summary) right after a step started: its merge must not replace
   // the model a summary may be reading.
   doc.setFollowing(true, 1);
