@@ -238,9 +238,8 @@ std::string snapshot_to_pickle(const Snapshot& snapshot);
 // are taken before the first op, as the recording's were (the first Stream() creates the
 // device's stream pool, and on a GPU the driver takes device memory for each stream, so a pool
 // created between two cudaMallocs moves the second), and a stream index past them is taken at
-// its first use. Runs on the current
-// device, which must have no live allocations; afterwards frees what is left, restores the
-// configuration and resets the statistics. Returns memory_stats() as it was at the end.
+// its first use. Runs on the current device, which must have no live allocations; afterwards
+// frees what is left, restores the configuration and resets the statistics. Returns memory_stats() as it was at the end.
 // Reads line by line in bounded memory: a line over 1 MiB (input that is not a sequence,
 // such as /dev/zero) throws cuda::Error naming the line, as does any malformed line.
 std::map<std::string, std::int64_t> replay(std::istream& ops, const std::string& name = "replay");

@@ -10,8 +10,8 @@
 // worker thread (it reads no model a view reads: the views read the merged one); the new
 // timeline replaces the old on the UI thread (rebuilt(), then grew()). A merge grows with
 // the ranks' events (bench/results/ranks.md), so after each step following rests three times
-// as long as the step took before the next: at most a quarter of one core, however large. A file stops being
-// polled once its trace is complete, and following stops when every file's is.
+// as long as the step took before the next: at most a quarter of one core, however large. A
+// file stops being polled once its trace is complete, and following stops when every file's is.
 //
 // Lives on the UI thread; the model, index and search are read there. A single trace's follow
 // poll runs on the UI thread too, between frames (the model must not change while a view
