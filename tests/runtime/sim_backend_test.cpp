@@ -1,9 +1,11 @@
-// The simulated device's own model (device count and capacity, telemetry). Registered with
-// CUDASCOPE_BACKEND=sim, so these run on every machine, GPU machines included.
+// The simulated device's own model (device count and capacity, stream numbering, telemetry).
+// Registered with CUDASCOPE_BACKEND=sim, so these run on every machine, GPU machines included.
 #include "test_support.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 
 namespace cuda = cudascope::cuda;
 using namespace std::chrono_literals;
@@ -14,6 +16,21 @@ TEST(SimBackendTest, HasTheConfiguredDevicesAndCapacity) {
   EXPECT_EQ(cuda::device_count(), configured ? std::atoi(configured) : 2);
   EXPECT_EQ(cuda::get_device_properties(0).total_memory, 16ULL << 30);
   EXPECT_EQ(cuda::get_device_name(0), "cudascope sim device");
+}
+
+TEST(SimBackendTest, TheStreamPoolIsCreatedWholeSlotBySlot) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();  // the sim numbers streams as it creates them; the driver's ids are its own
+  // torch creates each slot's stream of every level in turn, all at the first Stream(): the
+  // ids of one level's streams then step by the number of levels.
+  const auto [least, greatest] = cuda::Stream::priority_range();
+  const std::int64_t levels = std::min(least - greatest + 1, 4);
+  std::set<std::int64_t> ids;
+  for (int i = 0; i < 32; ++i) ids.insert(cuda::Stream(0, 0).id());
+  ASSERT_EQ(ids.size(), 32u);
+  EXPECT_EQ(*ids.rbegin() - *ids.begin(), 31 * levels);
+  std::set<std::int64_t> next_level;
+  for (int i = 0; i < 32; ++i) next_level.insert(cuda::Stream(0, least - 1).id());
+  EXPECT_EQ(*next_level.begin(), *ids.begin() + 1);
 }
 
 TEST(SimBackendTest, UtilizationFollowsBusyStreams) {
