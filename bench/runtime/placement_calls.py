@@ -38,6 +38,31 @@ def calls_before_first_allocation(trace_path):
     return counts, None
 
 
+# Calls that ask the driver a question only: left out of the sequence between allocations.
+QUERIES = ("cudaGetDevice", "cuDeviceGetAttribute", "cuDevicePrimaryCtxGetState", "cuCtxGetCurrent",
+           "cudaGetLastError", "cudaStreamGetId", "cuDeviceGet")
+
+
+def calls_between_first_allocations(trace_path, allocations):
+    """The calls from the first device allocation to the one after the ALLOCATIONS-th, in order."""
+    with gzip.open(trace_path, "rt") as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    api = sorted((e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X"),
+                 key=lambda e: e["ts"])
+    sequence, seen = [], 0
+    for event in api:
+        name = event["name"]
+        is_allocation = name.startswith(FIRST_ALLOCATION) and not name.startswith(("cudaMallocHost", "cuMemAllocHost"))
+        seen += is_allocation
+        if seen == 0 or name.startswith(QUERIES):
+            continue
+        if seen > allocations:
+            break
+        sequence.append(name)
+    return sequence
+
+
 def record(cli, out, command):
     env = dict(os.environ, CUDASCOPE_BACKEND="cuda")
     run = subprocess.run([cli, "run", "--activities", "runtime,driver", "-o", out, "--"] + command,
@@ -58,10 +83,15 @@ def main():
         record(cli, torchs, [sys.executable, "tests/data/make_replay.py", "--child", sequence])
         results = {"cudascope replay": calls_before_first_allocation(ours),
                    "PyTorch": calls_before_first_allocation(torchs)}
+        between = {"cudascope replay": calls_between_first_allocations(ours, 4),
+                   "PyTorch": calls_between_first_allocations(torchs, 4)}
     for who, (counts, first) in results.items():
         print(f"== {who}: {sum(counts.values())} calls before the first device allocation ({first})")
         for name, n in sorted(counts.items()):
             print(f"  {n:5d}  {name}")
+    for who, sequence in between.items():
+        print(f"== {who}: calls from the first to the fifth device allocation, queries left out")
+        print("  " + " ".join(sequence))
     ours_counts, torch_counts = results["cudascope replay"][0], results["PyTorch"][0]
     print("== counts that differ (cudascope replay / PyTorch)")
     for name in sorted(set(ours_counts) | set(torch_counts)):

@@ -4,6 +4,7 @@
 #include "allocator_test_util.h"
 #include "allocator/history.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -142,6 +143,24 @@ TEST(TraceBufferTest, ABufferThatCannotGrowOverwritesItsOldestRecord) {
   EXPECT_EQ(kept.front(), 1u);
   EXPECT_EQ(kept.back(), TraceBuffer::kReserved);
   EXPECT_EQ(buffer.dropped(), 0u);
+}
+
+// mmap without a hint places a mapping just below the lowest one, where the CUDA driver grows
+// its reservation of address space for device memory; a ring there moved a replay's segments.
+TEST(TraceBufferTest, TheRingIsMappedFarFromWhereMappingsWithoutAHintGo) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan keeps mappings inside its application ranges and drops the hint";
+#endif
+  TraceBuffer buffer;
+  buffer.set_max_entries(TraceBuffer::kReserved);
+  const auto ring = reinterpret_cast<std::uintptr_t>(&buffer.slot());
+  constexpr std::size_t kBytes = 1 << 20;
+  void* unhinted = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(unhinted, MAP_FAILED);
+  const auto other = reinterpret_cast<std::uintptr_t>(unhinted);
+  munmap(unhinted, kBytes);
+  const std::uintptr_t distance = ring > other ? ring - other : other - ring;
+  EXPECT_GT(distance, std::uintptr_t{1} << 39) << std::hex << "ring at 0x" << ring << ", unhinted mapping at 0x" << other;
 }
 
 // Ranges named by a step number make every NVTX stack new. The table keeps a bounded number;

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -333,12 +334,32 @@ static_assert(std::is_trivially_copyable_v<TraceRecord> && std::is_trivially_des
 
 void TraceBuffer::Unmap::operator()(TraceRecord* p) const noexcept { munmap(p, bytes); }
 
-// Reserved without being written: pages are touched only as records fill them.
+namespace {
+
+// Where a ring asks to be mapped: 1 TiB above the heap's end. Without a hint mmap puts it just
+// below the lowest mapping, which is where the CUDA driver grows its unified address space for
+// device memory (a PROT_NONE reservation it extends downward as cudaMalloc needs more): a ring
+// of tens of MiB there pushed every later segment of a replay with history on some hundred MiB
+// lower, so its best-fit choices parted from the same replay without history, and from
+// PyTorch's (whose history lives on the heap). The kernel takes the hint when the range is
+// free and otherwise maps where it would have.
+void* away_from_device_address_space() noexcept {
+  constexpr std::uintptr_t kGap = std::uintptr_t{1} << 40;
+  constexpr std::uintptr_t kAlign = std::uintptr_t{1} << 30;
+  const auto heap_end = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  return reinterpret_cast<void*>((heap_end + kGap + kAlign - 1) & ~(kAlign - 1));
+}
+
+}  // namespace
+
+// Reserved without being written: pages are touched only as records fill them. Growth is in
+// place while the range above the ring is free, as it is away from other mappings.
 TraceRecord& TraceBuffer::grown_slot() noexcept {
   const std::size_t capacity = std::min(max_entries_, std::max(kReserved, 2 * capacity_));
   const std::size_t bytes = capacity * sizeof(TraceRecord);
   void* grown = data_ ? mremap(data_.get(), data_.get_deleter().bytes, bytes, MREMAP_MAYMOVE)
-                      : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                      : mmap(away_from_device_address_space(), bytes, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (grown == MAP_FAILED) {  // the old mapping, if any, is untouched
     if (capacity_ == 0) {
       ++dropped_;
