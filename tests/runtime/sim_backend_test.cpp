@@ -33,6 +33,20 @@ TEST(SimBackendTest, TheStreamPoolIsCreatedWholeSlotBySlot) {
   EXPECT_EQ(*next_level.begin(), *ids.begin() + 1);
 }
 
+// On the device a stream whose last operation is an event record is idle once the event is:
+// whoever waited for the event finds the stream done.
+TEST(SimBackendTest, AStreamIsIdleOnceItsLastEventHasCompleted) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  cuda::Stream producer;
+  for (int i = 0; i < 10000; ++i) {
+    cuda::busy_wait(std::chrono::microseconds(i % 5), producer);
+    cuda::Event done;
+    done.record(producer);
+    done.synchronize();
+    ASSERT_TRUE(producer.query()) << "round " << i;
+  }
+}
+
 TEST(SimBackendTest, UtilizationFollowsBusyStreams) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
   cuda::Stream stream;

@@ -365,7 +365,7 @@ class SimBackend final : public Backend {
     auto* sim_event = static_cast<SimEvent*>(event);
     if (graphs_.record_event(event, stream_of(device, stream))) return;  // a point of a capture
     const std::uint64_t generation = sim_event->issue();
-    stream_of(device, stream).enqueue([state = sim_event->state(), generation] { state->complete(generation); });
+    stream_of(device, stream).enqueue_mark([state = sim_event->state(), generation] { state->complete(generation); });
     if (launch_blocking()) stream_of(device, stream).synchronize();
   }
 

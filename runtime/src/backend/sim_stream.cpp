@@ -34,10 +34,18 @@ SimStream::~SimStream() {
 }
 
 void SimStream::enqueue(std::function<void()> work, const char* label) {
+  enqueue_work(Work{std::move(work), false}, label);
+}
+
+void SimStream::enqueue_mark(std::function<void()> mark, const char* label) {
+  enqueue_work(Work{std::move(mark), true}, label);
+}
+
+void SimStream::enqueue_work(Work work, const char* label) {
   {
     std::lock_guard lock(mutex_);
     if (capture_ != nullptr) [[unlikely]] {
-      capture_->append(SimGraphNode{label, std::move(work)}, this);
+      capture_->append(SimGraphNode{label, std::move(work.run)}, this);
       return;
     }
     queue_.push_back(std::move(work));
@@ -88,16 +96,24 @@ void SimStream::run() {
   for (;;) {
     work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping and drained
-    std::function<void()> work = std::move(queue_.front());
+    Work work = std::move(queue_.front());
     queue_.pop_front();
+    if (work.is_mark) {
+      // Under the lock with nothing running: the stream is idle when the mark is seen, if
+      // nothing was queued after it.
+      work.run();
+      work.run = nullptr;
+      if (queue_.empty()) drained_.notify_all();
+      continue;
+    }
     running_work_ = true;
     lock.unlock();
     const std::uint64_t started = steady_ns();
     running_since_ns_.store(started);
-    work();
+    work.run();
     // Done with it before the stream counts as drained: what it holds (an interprocess
     // event's shared state, whose last holder removes its name) is released by then.
-    work = nullptr;
+    work.run = nullptr;
     running_since_ns_.store(0);
     busy_ns_.fetch_add(steady_ns() - started);
     lock.lock();

@@ -24,6 +24,10 @@ class SimStream {
   // Queues `work`; it runs on the worker after everything queued before it. While the
   // stream captures, `work` becomes a node of the capture's graph (named `label`) instead.
   void enqueue(std::function<void()> work, const char* label = "work");
+  // Queues `mark` (an event's completion): it runs once everything queued before it has run,
+  // with the stream already counting as idle if nothing follows it, so whoever sees the mark
+  // sees the stream as the device would show it. `mark` must be short and take no stream lock.
+  void enqueue_mark(std::function<void()> mark, const char* label = "event");
   // Stream capture: the capture this stream records into (nullptr when none).
   void set_capture(SimCapturePtr capture);
   SimCapturePtr capture() const;
@@ -48,7 +52,13 @@ class SimStream {
   SimCapturePtr capture_;
   std::condition_variable work_ready_;
   std::condition_variable drained_;
-  std::deque<std::function<void()>> queue_;
+  struct Work {
+    std::function<void()> run;
+    bool is_mark = false;
+  };
+  void enqueue_work(Work work, const char* label);
+
+  std::deque<Work> queue_;
   bool running_work_ = false;
   std::atomic<std::uint64_t> busy_ns_{0};
   std::atomic<std::uint64_t> running_since_ns_{0};  // 0 when idle
