@@ -3,9 +3,11 @@
 #include <cudascope/analysis/collective_pairing.h>
 #include <cudascope/analysis/rank_summary.h>
 
+#include "launch_scopes.h"
+
 #include <algorithm>
 #include <cctype>
-#include <iterator>
+#include <charconv>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -14,6 +16,9 @@
 namespace cudascope::analysis {
 namespace {
 
+using detail::LaunchFlows;
+using detail::LaunchScopes;
+
 // PyTorch's names (torch/csrc/profiler/util.h, Kineto's output_json.cpp).
 constexpr std::string_view kParamComms = "record_param_comms";
 constexpr std::string_view kGroupName = "Process Group Name";
@@ -21,64 +26,66 @@ constexpr std::string_view kGroupDescription = "Process Group Description";
 constexpr std::string_view kGroupRanks = "Process Group Ranks";
 constexpr std::string_view kSeq = "Seq";
 constexpr std::string_view kExternalId = "External id";
+// cudascope's NCCL ranges (profiler/src/nccl_nvtx.h): NVTX domain "NCCL", named after the NCCL
+// call ("ncclAllReduce"), the communicator's hash as the payload.
+constexpr std::string_view kNvtxCategory = "nvtx";
+constexpr std::string_view kDomain = "domain";
+constexpr std::string_view kNcclDomain = "NCCL";
+constexpr std::string_view kNcclCallPrefix = "nccl";
+constexpr std::string_view kPayload = "payload";
 
-// The record_param_comms op that launched a kernel Kineto did not copy the group onto: the op
-// its "External id" names, else the op enclosing the runtime call its launch flow (ac2g)
-// starts from (a kernel linked to another op of the collective names that op's id).
-class LaunchingOps {
+// What the CPU side says of the collective a kernel belongs to: the record_param_comms op that
+// launched it (the op its "External id" names, else the op enclosing its launch), and the NCCL
+// range, naming the communicator, its launch ran in.
+class CollectiveCalls {
  public:
-  explicit LaunchingOps(const TraceModel& model) : model_(model) {
+  explicit CollectiveCalls(const TraceModel& model)
+      : model_(model), flows_(model), ops_(model, flows_), nccl_ranges_(model, flows_) {
     for (std::size_t i = 0; i < model.event_count(); ++i) {
       const TraceModel::Event& e = model.event(i);
-      if (!e.is_slice() || model.name(e) != kParamComms) continue;
+      if (!e.is_slice()) continue;
       const auto index = static_cast<std::uint32_t>(i);
-      if (auto id = model.arg_int(e, kExternalId)) by_external_id_.emplace(*id, index);
-      by_track_[e.track].push_back(index);
+      const std::string_view name = model.name(e);
+      if (name == kParamComms) {
+        if (auto id = model.arg_int(e, kExternalId)) op_by_external_id_.emplace(*id, index);
+        ops_.add(index);
+      } else if (name.starts_with(kNcclCallPrefix) && names_nccl_communicator(e)) {
+        nccl_ranges_.add(index);
+      }
     }
-    for (auto& [track, ops] : by_track_) {
-      std::sort(ops.begin(), ops.end(),
-                [&](std::uint32_t a, std::uint32_t b) { return model.event(a).ts_ns < model.event(b).ts_ns; });
-    }
+    ops_.sort_by_start();
+    nccl_ranges_.sort_by_start();
   }
 
-  const TraceModel::Event* of(std::uint32_t kernel) {
+  const TraceModel::Event* param_comms_op_of(std::uint32_t kernel) {
     if (auto id = model_.arg_int(model_.event(kernel), kExternalId)) {
-      if (const auto it = by_external_id_.find(*id); it != by_external_id_.end()) return &model_.event(it->second);
+      if (const auto it = op_by_external_id_.find(*id); it != op_by_external_id_.end()) return &model_.event(it->second);
     }
-    return enclosing_launch_of(kernel);
+    return ops_.of_kernel(kernel);
+  }
+
+  std::optional<std::uint64_t> nccl_communicator_of(std::uint32_t kernel) {
+    const TraceModel::Event* range = nccl_ranges_.of_kernel(kernel);
+    return range == nullptr ? std::nullopt : model_.arg_uint(*range, kPayload);
   }
 
  private:
-  const TraceModel::Event* enclosing_launch_of(std::uint32_t kernel) {
-    if (by_track_.empty()) return nullptr;
-    if (!launch_of_kernel_) {
-      launch_of_kernel_.emplace();
-      for (const TraceModel::Flow& f : model_.flows()) {
-        if (f.from_slice != kNoEvent && f.to_slice != kNoEvent) launch_of_kernel_->emplace(f.to_slice, f.from_slice);
-      }
-    }
-    const auto launch = launch_of_kernel_->find(kernel);
-    if (launch == launch_of_kernel_->end()) return nullptr;
-    const TraceModel::Event& call = model_.event(launch->second);
-    const auto ops = by_track_.find(call.track);
-    if (ops == by_track_.end()) return nullptr;
-    // These ops do not nest: the last one starting at or before the call is the only candidate.
-    const auto after = std::upper_bound(ops->second.begin(), ops->second.end(), call.ts_ns,
-                                        [&](std::int64_t ts, std::uint32_t op) { return ts < model_.event(op).ts_ns; });
-    if (after == ops->second.begin()) return nullptr;
-    const TraceModel::Event& op = model_.event(*std::prev(after));
-    return op.end_ns() >= call.end_ns() ? &op : nullptr;
+  bool names_nccl_communicator(const TraceModel::Event& e) const {
+    return model_.cat(e) == kNvtxCategory && model_.arg_string(e, kDomain) == kNcclDomain &&
+           model_.arg_uint(e, kPayload).has_value();
   }
 
   const TraceModel& model_;
-  std::unordered_map<std::int64_t, std::uint32_t> by_external_id_;
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_track_;
-  std::optional<std::unordered_map<std::uint32_t, std::uint32_t>> launch_of_kernel_;  // built when first needed
+  LaunchFlows flows_;
+  std::unordered_map<std::int64_t, std::uint32_t> op_by_external_id_;
+  LaunchScopes ops_;
+  LaunchScopes nccl_ranges_;
 };
 
 struct GroupOfKernel {
   std::string name, description, members;
   std::optional<std::int64_t> seq;
+  bool nccl_communicator = false;
 };
 
 // A group's name is a string in PyTorch's traces and Seq a number; either written as the other
@@ -105,13 +112,28 @@ GroupOfKernel group_in_args(const TraceModel& model, const TraceModel::Event& e)
   return g;
 }
 
-GroupOfKernel group_of(const TraceModel& model, std::uint32_t kernel, LaunchingOps& ops) {
+// An NCCL communicator's name: its hash in hexadecimal, as NCCL's own logs print commHash.
+GroupOfKernel nccl_communicator_group(std::uint64_t hash) {
+  char digits[16];
+  const auto end = std::to_chars(digits, digits + sizeof digits, hash, 16).ptr;
+  GroupOfKernel g;
+  g.name = "0x" + std::string(digits, end);
+  g.nccl_communicator = true;
+  return g;
+}
+
+// The process group a kernel's args or its record_param_comms op name, else the NCCL
+// communicator of the range it was launched in.
+GroupOfKernel group_of(const TraceModel& model, std::uint32_t kernel, CollectiveCalls& calls) {
   GroupOfKernel g = group_in_args(model, model.event(kernel));
   if (!g.name.empty() && g.seq) return g;
-  const TraceModel::Event* op = ops.of(kernel);
-  if (op == nullptr) return g;
-  GroupOfKernel from_op = group_in_args(model, *op);
-  return from_op.name.empty() ? g : from_op;
+  if (const TraceModel::Event* op = calls.param_comms_op_of(kernel)) {
+    GroupOfKernel from_op = group_in_args(model, *op);
+    if (!from_op.name.empty()) return from_op;
+  }
+  if (!g.name.empty()) return g;
+  if (auto communicator = calls.nccl_communicator_of(kernel)) return nccl_communicator_group(*communicator);
+  return g;
 }
 
 // Whether an event's category is a kernel's, decided once per category: the rule's test
@@ -151,15 +173,16 @@ void sort_by_start(CommunicatorCollectives& c) {
 }  // namespace
 
 std::vector<CommunicatorCollectives> collectives_by_communicator(const TraceModel& model) {
-  LaunchingOps ops(model);
+  CollectiveCalls calls(model);
   KernelCategories kernel(model);
   std::map<std::string, CommunicatorCollectives> by_name;
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const TraceModel::Event& e = model.event(i);
     if (!e.is_slice() || !kernel(e) || !is_communication_kernel_event(model, e)) continue;
-    const GroupOfKernel g = group_of(model, static_cast<std::uint32_t>(i), ops);
+    const GroupOfKernel g = group_of(model, static_cast<std::uint32_t>(i), calls);
     CommunicatorCollectives& c = by_name[g.name];
     c.name = g.name;
+    c.nccl_communicator = g.nccl_communicator;
     if (c.description.empty()) c.description = g.description;
     if (c.members.empty()) c.members = g.members;
     c.has_sequence = c.has_sequence && g.seq.has_value();
@@ -179,6 +202,7 @@ const char* to_string(CollectivePairing rule) noexcept {
   switch (rule) {
     case CollectivePairing::communicator_and_sequence: return "communicator and sequence number";
     case CollectivePairing::communicator_and_order: return "communicator and order";
+    case CollectivePairing::nccl_communicator_and_order: return "NCCL communicator and order";
     case CollectivePairing::order: return "order";
   }
   return "order";
@@ -201,7 +225,7 @@ std::vector<PairedCollective> pair_collectives(const std::vector<RankCollectives
 }
 
 CollectivePairing pairing_rule(const std::vector<const RankCollectives*>& ranks) {
-  bool named = true, sequenced = true;
+  bool named = true, sequenced = true, any_process_group = false;
   for (const RankCollectives* communicators : ranks) {
     bool has_collectives = false, names_a_group = false;
     for (const CommunicatorCollectives& c : *communicators) {
@@ -210,11 +234,13 @@ CollectivePairing pairing_rule(const std::vector<const RankCollectives*>& ranks)
       if (c.name.empty()) continue;
       names_a_group = true;
       sequenced = sequenced && c.has_sequence;
+      any_process_group = any_process_group || !c.nccl_communicator;
     }
     named = named && (names_a_group || !has_collectives);
   }
   if (!named) return CollectivePairing::order;
-  return sequenced ? CollectivePairing::communicator_and_sequence : CollectivePairing::communicator_and_order;
+  if (sequenced) return CollectivePairing::communicator_and_sequence;  // NCCL communicators have no "Seq"
+  return any_process_group ? CollectivePairing::communicator_and_order : CollectivePairing::nccl_communicator_and_order;
 }
 
 std::vector<PairedCollective> pair_collectives(const std::vector<const RankCollectives*>& ranks, CollectivePairing rule) {

@@ -223,6 +223,15 @@ class CommunicatorFigures {
   const CommunicatorCollectives* first_ = nullptr;
 };
 
+// Why kernels of no named communicator were left out under a communicator rule.
+std::string unnamed_note(const RankReport& report, std::int64_t unnamed) {
+  if (report.collective_pairing == CollectivePairing::nccl_communicator_and_order) {
+    return std::to_string(unnamed) + " communication kernels were launched outside an NCCL range naming their " +
+           "communicator (grouped calls, CUDA graphs, NCCL before 2.25): left unpaired";
+  }
+  return std::to_string(unnamed) + " communication kernels name no process group (their op was not recorded): left unpaired";
+}
+
 // Pairs the ranks' collectives (collective_pairing.h) and sums them up per communicator.
 void add_communicators(const std::vector<RankInput>& inputs, RankReport& report) {
   std::vector<const RankCollectives*> collectives;
@@ -242,15 +251,13 @@ void add_communicators(const std::vector<RankInput>& inputs, RankReport& report)
   std::int64_t unnamed = 0;
   for (const RankCollectives* communicators : collectives)
     for (const CommunicatorCollectives& c : *communicators) unnamed += c.name.empty() ? std::int64_t(c.start_ns.size()) : 0;
-  if (report.collective_pairing != CollectivePairing::order && unnamed > 0) {
-    report.notes.push_back(std::to_string(unnamed) + " communication kernels name no process group (their op was not " +
-                           "recorded): left unpaired");
-  }
+  if (report.collective_pairing != CollectivePairing::order && unnamed > 0) report.notes.push_back(unnamed_note(report, unnamed));
   if (report.collective_pairing == CollectivePairing::order && report.communicators.size() == 1 &&
       report.communicators.front().collectives > 0) {
     report.notes.push_back(
-        "collectives paired by order: the traces name no process group and sequence number (torch.profiler's traces do); "
-        "with several process groups, a pair may join different groups' collectives");
+        "collectives paired by order: the traces name no process group and sequence number (torch.profiler's traces do) "
+        "nor NCCL communicator (cudascope's traces of NCCL 2.25 or later do); with several process groups, a pair may "
+        "join different groups' collectives");
   }
 }
 

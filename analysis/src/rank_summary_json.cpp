@@ -58,6 +58,7 @@ void communicator_json(std::string& out, const CommunicatorCollectives& c) {
   member(out, "description", c.description);
   member(out, "members", c.members);
   out += std::string(",\"has_sequence\":") + (c.has_sequence ? "true" : "false");
+  if (c.nccl_communicator) out += ",\"nccl_communicator\":true";  // absent: a process group's
   numbers_json(out, "seq", c.seq);
   numbers_json(out, "start_ns", c.start_ns);
   numbers_json(out, "end_ns", c.end_ns);
@@ -114,6 +115,8 @@ class Reader {
     text(o, "members", c.members, where);
     bool has_sequence = true;
     if (!o["has_sequence"].get_bool().get(has_sequence)) c.has_sequence = has_sequence;
+    bool nccl_communicator = false;
+    if (!o["nccl_communicator"].get_bool().get(nccl_communicator)) c.nccl_communicator = nccl_communicator;
     numbers(o, "seq", c.seq, where);
     numbers(o, "start_ns", c.start_ns, where);
     numbers(o, "end_ns", c.end_ns, where);

@@ -3,7 +3,9 @@
 #include "trace_json.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
+#include <system_error>
 
 namespace cudascope::analysis {
 namespace {
@@ -77,6 +79,15 @@ std::optional<std::int64_t> TraceModel::arg_int(const Event& e, std::string_view
   const auto text = member(args_json(e), key);
   std::int64_t value = 0;
   if (!text || !detail::parse_integer(*text, value)) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> TraceModel::arg_uint(const Event& e, std::string_view key) const {
+  const auto text = member(args_json(e), key);
+  std::uint64_t value = 0;
+  if (!text || text->empty()) return std::nullopt;
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (error != std::errc() || end != text->data() + text->size()) return std::nullopt;
   return value;
 }
 

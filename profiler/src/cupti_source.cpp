@@ -1,5 +1,7 @@
 #include "cupti_source.h"
 
+#include "nccl_nvtx.h"
+
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/profiler/external_correlation.h>
 #include <cudascope/profiler/record_buffers.h>
@@ -128,18 +130,32 @@ constexpr CUpti_CallbackId kDriverLaunches[] = {
 thread_local int runtime_launch_depth = 0;
 
 // One relaxed increment per launch call; nothing else on the launching thread.
-void CUPTIAPI on_launch_call(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
-  const auto* call = static_cast<const CUpti_CallbackData*>(data);
-  auto* sampling = static_cast<KernelSampling*>(userdata);
+void count_launch(KernelSampling& sampling, CUpti_CallbackDomain domain, const CUpti_CallbackData& call) noexcept {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (call->callbackSite == CUPTI_API_ENTER) {
-      if (runtime_launch_depth++ == 0) sampling->count_launch();
+    if (call.callbackSite == CUPTI_API_ENTER) {
+      if (runtime_launch_depth++ == 0) sampling.count_launch();
     } else if (runtime_launch_depth > 0) {
       --runtime_launch_depth;
     }
-  } else if (call->callbackSite == CUPTI_API_ENTER && runtime_launch_depth == 0) {
-    sampling->count_launch();
+  } else if (call.callbackSite == CUPTI_API_ENTER && runtime_launch_depth == 0) {
+    sampling.count_launch();
   }
+}
+
+void CUPTIAPI on_launch_call(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  const auto& call = *static_cast<const CUpti_CallbackData*>(data);
+  auto& callbacks = *static_cast<CuptiSource::LaunchCallbacks*>(userdata);
+  if (callbacks.counter != nullptr) count_launch(*callbacks.counter, domain, call);
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && callbacks.nccl_launches.load(std::memory_order_relaxed)) {
+    record_nccl_launch(cbid, call);
+  }
+}
+
+// NCCL's launches are worth recording only beside its kernels and its NVTX ranges; with the
+// whole driver API on, CUPTI records them itself.
+bool records_nccl_launches(const ActivitySet& activities) {
+  return activities.contains(Activity::kKernel) && activities.contains(Activity::kNvtx) &&
+         !activities.contains(Activity::kDriver);
 }
 
 bool discard_requested() {
@@ -152,6 +168,30 @@ bool discard_requested() {
 }
 
 }  // namespace
+
+// A driver launch made while the calling thread is inside an NCCL range that names a
+// communicator (nccl_nvtx.h) becomes the driver API record CUPTI would write with the driver
+// API on: its correlation id is the kernel's, and it lies inside the range on this thread,
+// which is how the analysis finds the range, and the communicator, of an NCCL kernel. The
+// entry callback keeps the start in CUPTI's per-call slot; any other launch costs one
+// thread-local load and that store.
+void record_nccl_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept {
+  if (call.correlationData == nullptr) return;
+  const bool in_nccl_call = nccl_communicator_on_this_thread() != 0;
+  if (call.callbackSite == CUPTI_API_ENTER) {
+    *call.correlationData = in_nccl_call ? cupti_timestamp() : 0;
+    return;
+  }
+  if (*call.correlationData == 0 || !in_nccl_call) return;
+  Record r = make_record(RecordKind::kDriverApi);
+  r.correlation_id = call.correlationId;
+  r.start_ns = *call.correlationData;
+  r.end_ns = cupti_timestamp();
+  const auto* result = static_cast<const CUresult*>(call.functionReturnValue);
+  // CUPTI's function names are global constants, as a record's name must be.
+  r.u.api = {call.functionName, cbid, result != nullptr ? static_cast<std::int32_t>(*result) : 0, 0};
+  RecordBuffers::process().emit(r);
+}
 
 std::atomic<CuptiSource*> CuptiSource::live_{nullptr};
 
@@ -205,8 +245,14 @@ void CuptiSource::start() {
     live_.store(nullptr);
     throw;
   }
+  {
+    std::lock_guard lock(subscriber_mutex_);
+    const bool counting = options_.kernel_sampling && options_.kernel_sampling->plan().count_launches;
+    launch_callbacks_.counter = counting ? options_.kernel_sampling.get() : nullptr;
+    subscribe_launch_callbacks(nccl_in_process());
+    launch_callbacks_ready_ = true;
+  }
   if (options_.kernel_sampling) {
-    if (options_.kernel_sampling->plan().count_launches) subscribe_launch_counter();
     std::lock_guard lock(kernel_mutex_);
     started_ = true;
     if (options_.kernel_sampling->recording_kernels()) switch_sampled_kinds(true);
@@ -231,33 +277,65 @@ void CuptiSource::switch_sampled_kinds(bool on) noexcept {
   kernel_records_on_ = on;
 }
 
-void CuptiSource::subscribe_launch_counter() noexcept {
+void CuptiSource::nccl_called() noexcept {
+  if (CuptiSource* source = live_.load()) source->subscribe_for_nccl();
+}
+
+void CuptiSource::subscribe_for_nccl() noexcept {
+  std::lock_guard lock(subscriber_mutex_);
+  if (launch_callbacks_ready_) subscribe_launch_callbacks(true);
+}
+
+// Under subscriber_mutex_. Subscribes once, for what is asked by now: launch counting (set by
+// start) and, once NCCL has made a call, NCCL's launches (enabled on the subscription then).
+void CuptiSource::subscribe_launch_callbacks(bool nccl_has_called) noexcept {
+  const bool counting = launch_callbacks_.counter != nullptr;
+  const bool nccl = nccl_has_called && records_nccl_launches(options_.activities);
+  if (!counting && !nccl) return;
+  if (launch_subscriber_ == nullptr && !open_launch_subscription(counting, nccl)) return;
+  if (nccl && !launch_callbacks_.nccl_launches.load()) {
+    const auto subscriber = static_cast<CUpti_SubscriberHandle>(launch_subscriber_);
+    for (CUpti_CallbackId cbid : kDriverLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    launch_callbacks_.nccl_launches.store(true);
+  }
+}
+
+// Under subscriber_mutex_. False, and says what is lost, when another subscriber holds CUPTI's.
+bool CuptiSource::open_launch_subscription(bool counting, bool nccl) noexcept {
   CUpti_SubscriberHandle subscriber = nullptr;
   const CUptiResult status =
-      cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_launch_call), options_.kernel_sampling.get());
+      cuptiSubscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_launch_call), &launch_callbacks_);
   if (status != CUPTI_SUCCESS) {
     const char* text = nullptr;
     cuptiGetResultString(status, &text);
-    std::fprintf(stderr, "cudascope: no exact launch counts: cuptiSubscribe failed: %s (another CUPTI subscriber, "
-                         "e.g. torch.profiler, may hold the one CUPTI allows)\n", text != nullptr ? text : "unknown");
-    return;
+    const char* lost = !nccl       ? "no exact launch counts"
+                       : !counting ? "NCCL kernels not tied to their communicators"
+                                   : "no exact launch counts, and NCCL kernels not tied to their communicators";
+    std::fprintf(stderr, "cudascope: %s: cuptiSubscribe failed: %s (another CUPTI subscriber, e.g. torch.profiler, may "
+                         "hold the one CUPTI allows)\n", lost, text != nullptr ? text : "unknown");
+    return false;
   }
-  for (CUpti_CallbackId cbid : kRuntimeLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
-  for (CUpti_CallbackId cbid : kDriverLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   launch_subscriber_ = subscriber;
-  options_.kernel_sampling->set_counting_launches(true);
+  if (counting) {
+    for (CUpti_CallbackId cbid : kRuntimeLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+    for (CUpti_CallbackId cbid : kDriverLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    launch_callbacks_.counter->set_counting_launches(true);
+  }
+  return true;
 }
 
-void CuptiSource::unsubscribe_launch_counter() noexcept {
-  if (launch_subscriber_ == nullptr) return;
-  cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(launch_subscriber_));
+void CuptiSource::unsubscribe_launch_callbacks() noexcept {
+  std::lock_guard lock(subscriber_mutex_);
+  launch_callbacks_ready_ = false;
+  if (launch_subscriber_ != nullptr) cuptiUnsubscribe(static_cast<CUpti_SubscriberHandle>(launch_subscriber_));
   launch_subscriber_ = nullptr;
+  launch_callbacks_.nccl_launches.store(false);
 }
 
 void CuptiSource::stop() {
   if (!started_) return;
   started_ = false;
-  unsubscribe_launch_counter();
+  unsubscribe_launch_callbacks();
   {
     std::lock_guard lock(kernel_mutex_);
     if (kernel_records_on_) switch_sampled_kinds(false);
@@ -341,6 +419,8 @@ void CuptiSource::completed_trampoline(void* context, std::uint32_t stream_id, s
 std::unique_ptr<DeviceSource> make_cupti_source(const SessionOptions& options) {
   return std::make_unique<CuptiSource>(options);
 }
+
+void on_nccl_in_process() noexcept { CuptiSource::nccl_called(); }
 
 }  // namespace cudascope::profiler::detail
 

@@ -15,6 +15,8 @@
 
 #include <cudascope/profiler/cupti_decoder.h>
 
+#include <cupti.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +45,17 @@ class CuptiSource : public DeviceSource {
   // and are delivered as usual.
   void set_kernel_records(bool on) noexcept override;
 
+  // NCCL made its first call in this process (detail::on_nccl_in_process): the running
+  // source, if any, subscribes for its launches if it records them and has not yet. Any thread.
+  static void nccl_called() noexcept;
+
+  // What the launch callback does (its userdata): set before subscribing, read on every
+  // launch it is enabled for.
+  struct LaunchCallbacks {
+    KernelSampling* counter = nullptr;  // counts launches (SamplingPlan::count_launches)
+    std::atomic<bool> nccl_launches{false};  // records the driver launches made in NCCL's calls
+  };
+
   // CUPTI-facing.
   virtual void on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
   virtual void on_buffer_completed(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
@@ -69,15 +82,28 @@ class CuptiSource : public DeviceSource {
   // Sampled sessions: whether kernel records are on now (under kernel_mutex_).
   std::mutex kernel_mutex_;
   bool kernel_records_on_ = false;
-  // The launch-counting callback's subscription (SamplingPlan::count_launches), or null.
-  void* launch_subscriber_ = nullptr;
   void switch_sampled_kinds(bool on) noexcept;
-  void subscribe_launch_counter() noexcept;
-  void unsubscribe_launch_counter() noexcept;
+  // The one CUPTI subscription a process may hold, for the launch callbacks (or null).
+  // Subscribed when the session starts if it counts launches or NCCL has made a call by then,
+  // else at NCCL's first call: a program that never calls NCCL pays no callback for its NCCL
+  // launch records. Under subscriber_mutex_ (start, stop and the NCCL call's thread).
+  std::mutex subscriber_mutex_;
+  LaunchCallbacks launch_callbacks_;
+  void* launch_subscriber_ = nullptr;
+  bool launch_callbacks_ready_ = false;  // between start's subscription and stop's
+  void subscribe_launch_callbacks(bool nccl_has_called) noexcept;
+  bool open_launch_subscription(bool counting, bool nccl) noexcept;
+  void unsubscribe_launch_callbacks() noexcept;
+  void subscribe_for_nccl() noexcept;
   // CUDASCOPE_CUPTI_DISCARD=1, for benchmarks only: completed buffers are returned without
   // being decoded, so a run measures what CUPTI itself costs with the same activity kinds
   // (the floor under any profiler built on it).
   const bool discard_;
 };
+
+// The launch callback's NCCL part: a driver launch made while the calling thread is inside an
+// NCCL range naming a communicator becomes a driver API record (cupti_source.cpp). Declared
+// for tests, which call it with fabricated callback data.
+void record_nccl_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) noexcept;
 
 }  // namespace cudascope::profiler::detail

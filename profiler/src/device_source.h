@@ -27,4 +27,9 @@ class DeviceSource {
 // nullptr when this build has no CUPTI.
 std::unique_ptr<DeviceSource> make_cupti_source(const SessionOptions& options);
 
+// Called once, by the NVTX handlers, when NCCL creates its NVTX domain (its first call): a
+// running CUPTI source starts recording NCCL's kernel launches (nccl_nvtx.h). From the thread
+// of that NCCL call; does nothing in a build without CUPTI.
+void on_nccl_in_process() noexcept;
+
 }  // namespace cudascope::profiler::detail

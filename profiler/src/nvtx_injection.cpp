@@ -2,6 +2,8 @@
 // record (plus kText records for messages longer than fits inline).
 #include <cudascope/profiler/nvtx_injection.h>
 
+#include "device_source.h"
+#include "nccl_nvtx.h"
 #include "nvtx_emit.h"
 #include "recording_state.h"
 #include "runtime_source.h"
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <cstring>
 #include <cwchar>
+#include <optional>
 #include <string>
 
 namespace cudascope::profiler {
@@ -24,6 +27,12 @@ namespace {
 std::atomic<bool> handlers_installed{false};
 std::atomic<std::uint64_t> next_range_id{1};
 [[gnu::tls_model("initial-exec")]] thread_local int push_depth = 0;
+// The communicator of the NCCL range open on this thread (nccl_nvtx.h). Set by every push in
+// the NCCL domain (0 for a range naming none) and cleared by its pop: NCCL's ranges that name
+// a communicator do not nest, and a range NCCL never pops (it ends its init ranges with
+// nvtxRangePopPayload, an extension call these handlers do not receive) names none.
+[[gnu::tls_model("initial-exec")]] thread_local std::uint64_t nccl_communicator_open = 0;
+std::atomic<bool> nccl_domain_created{false};
 
 std::uint64_t now() noexcept { return cuda::instrumentation::host_time_ns(); }
 
@@ -58,8 +67,8 @@ NvtxAttributes attributes_of(const nvtxEventAttributes_t* a) noexcept {
 }
 
 // Emits a record carrying the event's message, whatever its type.
-void emit_with_message(RecordKind kind, const nvtxEventAttributes_t* a, std::int64_t domain, std::uint64_t range_id) {
-  const NvtxAttributes attributes = attributes_of(a);
+void emit_with_message(RecordKind kind, const nvtxEventAttributes_t* a, std::int64_t domain, std::uint64_t range_id,
+                       const NvtxAttributes& attributes) {
   const char* text = nullptr;
   std::string converted;
   if (a != nullptr) {
@@ -71,6 +80,10 @@ void emit_with_message(RecordKind kind, const nvtxEventAttributes_t* a, std::int
     }
   }
   emit_nvtx_with_text(kind, text, text == nullptr ? 0 : std::strlen(text), domain, range_id, now(), attributes);
+}
+
+void emit_with_message(RecordKind kind, const nvtxEventAttributes_t* a, std::int64_t domain, std::uint64_t range_id) {
+  emit_with_message(kind, a, domain, range_id, attributes_of(a));
 }
 
 void emit_ascii(RecordKind kind, const char* message, std::int64_t domain, std::uint64_t range_id) {
@@ -132,8 +145,15 @@ void NVTX_API name_os_thread_a(std::uint32_t thread_id, const char* name) {
 void NVTX_API name_category_a(std::uint32_t, const char*) {}
 
 // Domains: a domain handle is its interned name, a registered string handle its interned text.
+// So NCCL's domain is the one whose handle is the interned "NCCL": one comparison a push.
+nvtxDomainHandle_t nccl_domain() {
+  static const nvtxDomainHandle_t handle = reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(intern("NCCL")));
+  return handle;
+}
 nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(intern(name == nullptr ? "" : name)));
+  auto* domain = reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(intern(name == nullptr ? "" : name)));
+  if (domain == nccl_domain() && !nccl_domain_created.exchange(true)) on_nccl_in_process();
+  return domain;
 }
 nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t* name) { return domain_create_a(narrow(name).c_str()); }
 void NVTX_API domain_destroy(nvtxDomainHandle_t) {}
@@ -146,11 +166,27 @@ nvtxStringHandle_t NVTX_API register_string_w(nvtxDomainHandle_t domain, const w
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   if (nvtx_recording()) emit_with_message(RecordKind::kNvtxMark, a, domain_id(domain), 0);
 }
+// An NCCL call's range: its communicator becomes the range's payload (nccl_nvtx.h).
+int push_nccl_range(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
+  const std::optional<std::uint64_t> communicator = nccl_communicator_of(a);
+  nccl_communicator_open = communicator.value_or(0);
+  if (nvtx_recording()) {
+    NvtxAttributes attributes = attributes_of(a);
+    if (communicator) {
+      attributes.payload_kind = NvtxPayloadKind::kUint64;
+      attributes.payload = *communicator;
+    }
+    emit_with_message(RecordKind::kNvtxPush, a, domain_id(domain), 0, attributes);
+  }
+  return push_depth++;
+}
 int NVTX_API domain_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
+  if (domain == nccl_domain()) return push_nccl_range(domain, a);
   if (nvtx_recording()) emit_with_message(RecordKind::kNvtxPush, a, domain_id(domain), 0);
   return push_depth++;
 }
 int NVTX_API domain_pop(nvtxDomainHandle_t domain) {
+  if (domain == nccl_domain()) nccl_communicator_open = 0;
   if (push_depth == 0) return -1;
   if (nvtx_recording()) emit_nvtx_end(RecordKind::kNvtxPop, domain_id(domain), 0, now());
   return --push_depth;
@@ -174,6 +210,8 @@ void set(NvtxFunctionTable table, unsigned size, unsigned index, Fn fn) {
 }  // namespace
 
 bool nvtx_injection_active() noexcept { return handlers_installed.load(std::memory_order_relaxed); }
+std::uint64_t nccl_communicator_on_this_thread() noexcept { return nccl_communicator_open; }
+bool nccl_in_process() noexcept { return nccl_domain_created.load(); }
 
 }  // namespace detail
 

@@ -1,14 +1,26 @@
 // Pairing collectives across ranks: by process group and sequence number where torch.profiler's
-// traces name them (on the kernel, or on the record_param_comms op that launched it), by order
-// otherwise. Four ranks in tensor-parallel pairs {0,1},{2,3} and data-parallel pairs {0,2},{1,3},
-// where the pairs {2,3} run one collective more (a broadcast of their batch) each step: pairing by
-// order then joins rank 0's data-parallel all-reduce with rank 2's tensor-parallel one.
+// traces name them (on the kernel, or on the record_param_comms op that launched it), by NCCL
+// communicator and order where cudascope's traces name the communicator (the NCCL range around
+// the launch), by order otherwise. Four ranks in tensor-parallel pairs {0,1},{2,3} and
+// data-parallel pairs {0,2},{1,3}, where the pairs {2,3} run one collective more (a broadcast of
+// their batch) each step: pairing by order then joins rank 0's data-parallel all-reduce with
+// rank 2's tensor-parallel one.
 #include <cudascope/analysis/collective_pairing.h>
 #include <cudascope/analysis/rank_merge.h>
 #include <cudascope/analysis/trace_loader.h>
+#include <cudascope/exporters/chrome_trace_writer.h>
+#include <cudascope/profiler/record.h>
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -241,6 +253,269 @@ TEST(CollectivePairingTest, TracesWithoutGroupsArePairedByOrderAndSaySo) {
   ASSERT_FALSE(report.notes.empty());
   EXPECT_NE(report.notes.back().find("collectives paired by order"), std::string::npos);
   EXPECT_NE(format_rank_report(report, StatsFormat::table).find("(paired by order;"), std::string::npos);
+}
+
+// --- cudascope's own traces: the NCCL communicator of each call ---
+
+// The NCCL communicators of the job (NCCL's commHash; one above INT64_MAX).
+std::uint64_t tp_communicator(int rank) { return rank < 2 ? 0x1a2b3c4d5e6f7081 : 0xf00dfacecafe0123; }
+std::uint64_t dp_communicator(int rank) { return rank % 2 == 0 ? 0x2222333344445555 : 0x6666777788889999; }
+std::string hex(std::uint64_t hash) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+// How NCCL launched the kernel: from 2.22 on with the driver's cuLaunchKernelEx, which
+// cudascope records inside NCCL's ranges (no flow: the kernel's correlation id names it);
+// before, with the runtime's cudaLaunchKernelExC (an ac2g flow); or, in a group
+// (ncclGroupStart/End), from ncclGroupEnd, outside the range of the call.
+enum class Launch { driver, runtime, outside_range };
+
+// A rank's trace as cudascope writes it: the profiler's records (nccl_nvtx.h) through the trace
+// writer. Each NCCL call is an NVTX range in the domain "NCCL" whose payload is the
+// communicator's hash (none before NCCL 2.25), the launch inside it, and the kernel on the device.
+class CudascopeRank {
+ public:
+  explicit CudascopeRank(int rank, bool name_communicators = true) : rank_(rank), name_communicators_(name_communicators) {}
+
+  // `op` numbers the operation the same on every rank that runs it; the kernel lasts 10 + op us,
+  // so a pair's parts show whether they are one operation.
+  void collective(std::uint64_t communicator, const std::string& collective, int op, Launch launch = Launch::driver) {
+    const std::uint32_t correlation = next_correlation_++;
+    nvtx_push("nccl" + collective, communicator, now_ns_);
+    if (launch != Launch::outside_range) launch_call(launch, correlation, now_ns_ + 1000);
+    nvtx_pop(now_ns_ + 5000);
+    if (launch == Launch::outside_range) launch_call(Launch::driver, correlation, now_ns_ + 6000);
+    kernel("ncclDevKernel_" + collective + "_RING_LL", correlation, now_ns_ + 10000, 10 + op);
+    now_ns_ += 100000;
+  }
+
+  std::vector<CommunicatorCollectives> communicators() const {
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("nccl_rank_" + std::to_string(getpid()) + "_" + std::to_string(rank_) + ".json"))
+                                 .string();
+    {
+      auto sink = cudascope::exporters::open_chrome_trace(path);
+      cudascope::profiler::TraceInfo info;
+      info.process_id = 4000 + rank_;
+      info.start_ns = 1000000;
+      info.activities = "kernel,nvtx,launch";
+      info.source = "cupti";
+      info.rank = rank_;
+      info.world_size = 4;
+      sink->begin(info);
+      sink->write(records_.data(), records_.size());
+      sink->end({});
+    }
+    auto loaded = load_trace(path);
+    std::filesystem::remove(path);
+    EXPECT_TRUE(loaded.ok()) << loaded.error;
+    return loaded.ok() ? collectives_by_communicator(*loaded.model) : std::vector<CommunicatorCollectives>{};
+  }
+
+  RankSummary summary() const {
+    RankSummary s;
+    s.rank = rank_;
+    s.world_size = 4;
+    s.file = "trace_" + std::to_string(rank_) + ".json";
+    s.communicators = communicators();
+    return s;
+  }
+
+ private:
+  static constexpr char kNcclDomain[] = "NCCL";  // a domain's record holds its interned name
+  using Record = cudascope::profiler::Record;
+  using RecordKind = cudascope::profiler::RecordKind;
+
+  std::uint32_t thread() const { return 7000 + static_cast<std::uint32_t>(rank_); }
+
+  void nvtx_push(const std::string& name, std::uint64_t communicator, std::uint64_t at) {
+    Record r = cudascope::profiler::make_record(RecordKind::kNvtxPush);
+    r.thread_id = thread();
+    r.stream = reinterpret_cast<std::intptr_t>(kNcclDomain);
+    r.start_ns = r.end_ns = at;
+    r.text_size = static_cast<std::uint16_t>(name.size());
+    std::memcpy(r.u.nvtx.text, name.data(), std::min(name.size(), sizeof r.u.nvtx.text));
+    if (name_communicators_) {
+      r.u.nvtx.payload_kind = cudascope::profiler::NvtxPayloadKind::kUint64;
+      r.u.nvtx.payload = communicator;
+    }
+    records_.push_back(r);
+  }
+
+  void nvtx_pop(std::uint64_t at) {
+    Record r = cudascope::profiler::make_record(RecordKind::kNvtxPop);
+    r.thread_id = thread();
+    r.stream = reinterpret_cast<std::intptr_t>(kNcclDomain);
+    r.start_ns = r.end_ns = at;
+    records_.push_back(r);
+  }
+
+  void launch_call(Launch launch, std::uint32_t correlation, std::uint64_t at) {
+    const bool runtime = launch == Launch::runtime;
+    Record r = cudascope::profiler::make_record(runtime ? RecordKind::kRuntimeApi : RecordKind::kDriverApi);
+    r.thread_id = thread();
+    r.correlation_id = correlation;
+    r.start_ns = at;
+    r.end_ns = at + 2000;
+    r.u.api = {runtime ? "cudaLaunchKernelExC" : "cuLaunchKernelEx", runtime ? 430u : 652u, 0, 0};
+    records_.push_back(r);
+  }
+
+  void kernel(const std::string& name, std::uint32_t correlation, std::uint64_t at, int duration_us) {
+    names_.push_back(std::make_unique<std::string>(name));  // a record points at its kernel's name
+    Record r = cudascope::profiler::make_device_record(RecordKind::kKernel, rank_, 13, at,
+                                                       at + static_cast<std::uint64_t>(duration_us) * 1000, correlation);
+    r.u.kernel = {names_.back()->c_str(), {1, 1, 1}, {64, 1, 1}, 32, 0, 0, 0};
+    records_.push_back(r);
+  }
+
+  int rank_;
+  bool name_communicators_;
+  std::uint32_t next_correlation_ = 500;
+  std::uint64_t now_ns_ = 2000000;
+  std::vector<Record> records_;
+  std::vector<std::unique_ptr<std::string>> names_;
+};
+
+// The job of tp_dp_job() as cudascope records it: two steps of (pairs {2,3} only) a broadcast on
+// the tensor-parallel communicator, two all-reduces on it, one on the data-parallel one. The
+// second tensor-parallel all-reduce of rank 1 is launched as NCCL before 2.22 did.
+std::vector<CudascopeRank> nccl_job(bool name_communicators = true) {
+  std::vector<CudascopeRank> ranks;
+  for (int r = 0; r < 4; ++r) {
+    CudascopeRank rank(r, name_communicators);
+    for (int step = 0; step < 2; ++step) {
+      const int op = step * 10;
+      if (r >= 2) rank.collective(tp_communicator(r), "Broadcast", op + 1);
+      rank.collective(tp_communicator(r), "AllReduce", op + 2);
+      rank.collective(tp_communicator(r), "AllReduce", op + 3, r == 1 ? Launch::runtime : Launch::driver);
+      rank.collective(dp_communicator(r), "AllReduce", op + 4);
+    }
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
+std::vector<std::vector<CommunicatorCollectives>> collectives_of(const std::vector<CudascopeRank>& ranks) {
+  std::vector<std::vector<CommunicatorCollectives>> out;
+  for (const CudascopeRank& r : ranks) out.push_back(r.communicators());
+  return out;
+}
+
+std::vector<RankSummary> summaries_of(const std::vector<CudascopeRank>& ranks) {
+  std::vector<RankSummary> out;
+  for (const CudascopeRank& r : ranks) out.push_back(r.summary());
+  return out;
+}
+
+TEST(NcclCommunicatorPairingTest, EachKernelTakesTheCommunicatorOfTheNcclRangeItWasLaunchedIn) {
+  const auto rank2 = nccl_job()[2].communicators();
+  ASSERT_EQ(rank2.size(), 2u) << "its tensor- and data-parallel communicators";
+  const auto tp = std::find_if(rank2.begin(), rank2.end(), [](const auto& c) { return c.name == hex(tp_communicator(2)); });
+  ASSERT_NE(tp, rank2.end()) << rank2[0].name << " " << rank2[1].name;
+  EXPECT_EQ(tp->name, "0xf00dfacecafe0123") << "a hash above INT64_MAX reads back whole";
+  EXPECT_TRUE(tp->nccl_communicator);
+  EXPECT_FALSE(tp->has_sequence);
+  EXPECT_EQ(tp->start_ns.size(), 6u) << "two broadcasts and four all-reduces";
+  const auto rank1 = nccl_job()[1].communicators();
+  ASSERT_EQ(rank1.size(), 2u) << "the all-reduces launched with a runtime call and its flow too";
+  for (const auto& c : rank1) EXPECT_EQ(c.start_ns.size(), c.name == hex(tp_communicator(1)) ? 4u : 2u) << c.name;
+  EXPECT_EQ(pairing_rule(collectives_of(nccl_job())), CollectivePairing::nccl_communicator_and_order);
+}
+
+TEST(NcclCommunicatorPairingTest, CommunicatorAndOrderPairEachOperationOnExactlyItsRanks) {
+  const auto collectives = collectives_of(nccl_job());
+  auto duration_of = [&](const PairedCollective::Part& part) {
+    const CommunicatorCollectives& c = collectives[part.rank][part.communicator];
+    return c.end_ns[part.index] - c.start_ns[part.index];
+  };
+  // By order, rank 0's third collective (data-parallel) meets rank 2's (tensor-parallel).
+  const auto by_order = pair_collectives(collectives, CollectivePairing::order);
+  ASSERT_GT(by_order.size(), 2u);
+  EXPECT_NE(duration_of(by_order[2].parts[0]), duration_of(by_order[2].parts[2])) << "different operations";
+
+  const auto paired = pair_collectives(collectives, CollectivePairing::nccl_communicator_and_order);
+  const std::map<std::string, std::set<std::size_t>> members{{hex(tp_communicator(0)), {0, 1}},
+                                                             {hex(tp_communicator(2)), {2, 3}},
+                                                             {hex(dp_communicator(0)), {0, 2}},
+                                                             {hex(dp_communicator(1)), {1, 3}}};
+  ASSERT_EQ(paired.size(), 4u + 6u + 2u + 2u);
+  for (const PairedCollective& p : paired) {
+    ASSERT_EQ(members.count(p.communicator), 1u) << p.communicator;
+    EXPECT_EQ(ranks_of(p), members.at(p.communicator)) << "communicator " << p.communicator << " #" << p.key;
+    for (const auto& part : p.parts) {
+      EXPECT_EQ(collectives[part.rank][part.communicator].name, p.communicator);
+      EXPECT_EQ(duration_of(part), duration_of(p.parts.front())) << "one operation: " << p.communicator << " #" << p.key;
+    }
+  }
+}
+
+TEST(NcclCommunicatorPairingTest, StatsTableSaysTheNcclCommunicatorRulePairedThem) {
+  const RankReport report = merge_rank_summaries(summaries_of(nccl_job()));
+  EXPECT_EQ(report.collective_pairing, CollectivePairing::nccl_communicator_and_order);
+  ASSERT_EQ(report.communicators.size(), 4u);
+  for (const CommunicatorRow& row : report.communicators) {
+    EXPECT_EQ(row.partial, 0) << row.communicator;
+    EXPECT_EQ(row.members, "") << "NCCL's range does not name the members";
+  }
+  const auto dp = std::find_if(report.communicators.begin(), report.communicators.end(),
+                               [](const CommunicatorRow& row) { return row.communicator == hex(dp_communicator(0)); });
+  ASSERT_NE(dp, report.communicators.end());
+  EXPECT_EQ(dp->ranks, "0 2");
+  EXPECT_EQ(dp->collectives, 2);
+  EXPECT_TRUE(report.notes.empty()) << report.notes.front();
+
+  const std::string table = format_rank_report(report, StatsFormat::table);
+  EXPECT_NE(table.find("Collectives across ranks (paired by NCCL communicator and order"), std::string::npos) << table;
+  const std::string csv = format_rank_report(report, StatsFormat::csv);
+  EXPECT_NE(csv.find("\ncommunicator," + hex(dp_communicator(0)) + ",-,-,0 2,NCCL communicator and order,2,0,"),
+            std::string::npos)
+      << csv;
+  const std::string json = format_rank_report(report, StatsFormat::json);
+  EXPECT_NE(json.find("\"collectives_paired_by\":\"NCCL communicator and order\""), std::string::npos) << json;
+}
+
+TEST(NcclCommunicatorPairingTest, SummariesKeepThatACommunicatorIsNccls) {
+  const RankSummary s = nccl_job()[0].summary();
+  const auto read = parse_rank_summary(rank_summary_json(s), "summary");
+  ASSERT_TRUE(read.ok()) << read.error;
+  ASSERT_EQ(read.summary.communicators.size(), s.communicators.size());
+  for (std::size_t i = 0; i < s.communicators.size(); ++i) {
+    EXPECT_EQ(read.summary.communicators[i].name, s.communicators[i].name);
+    EXPECT_TRUE(read.summary.communicators[i].nccl_communicator);
+  }
+  std::vector<RankSummary> summaries;
+  for (const CudascopeRank& r : nccl_job()) {
+    summaries.push_back(parse_rank_summary(rank_summary_json(r.summary()), "summary").summary);
+  }
+  EXPECT_EQ(merge_rank_summaries(summaries).collective_pairing, CollectivePairing::nccl_communicator_and_order);
+}
+
+// A kernel launched outside its call's range (by ncclGroupEnd, for calls in a group) names no
+// communicator: it stays unpaired, and says why; the others keep their pairing.
+TEST(NcclCommunicatorPairingTest, AKernelLaunchedOutsideItsNcclRangeIsLeftOutNotEveryPairing) {
+  std::vector<CudascopeRank> job = nccl_job();
+  job[0].collective(dp_communicator(0), "AllReduce", 99, Launch::outside_range);
+  const RankReport report = merge_rank_summaries(summaries_of(job));
+  EXPECT_EQ(report.collective_pairing, CollectivePairing::nccl_communicator_and_order);
+  ASSERT_EQ(report.communicators.size(), 4u);
+  ASSERT_EQ(report.notes.size(), 1u);
+  EXPECT_EQ(report.notes[0], "1 communication kernels were launched outside an NCCL range naming their communicator "
+                             "(grouped calls, CUDA graphs, NCCL before 2.25): left unpaired");
+}
+
+// NCCL before 2.25 names no communicator in its ranges: cudascope's traces pair by order, as
+// before, and say so.
+TEST(NcclCommunicatorPairingTest, RangesWithoutACommunicatorFallBackToOrder) {
+  const RankReport report = merge_rank_summaries(summaries_of(nccl_job(false)));
+  EXPECT_EQ(report.collective_pairing, CollectivePairing::order);
+  ASSERT_EQ(report.communicators.size(), 1u);
+  EXPECT_EQ(report.communicators[0].communicator, "all");
+  EXPECT_EQ(report.communicators[0].collectives, 6);
+  ASSERT_FALSE(report.notes.empty());
+  EXPECT_NE(report.notes.back().find("nor NCCL communicator"), std::string::npos) << report.notes.back();
 }
 
 }  // namespace

@@ -3,11 +3,14 @@
 // NCCL kernel's process group and its sequence number on that group (the record_param_comms
 // op's "Process Group Name" and "Seq", which Kineto copies onto the kernel it launched), so
 // an operation is the same on every rank of its group by (group, sequence number). Without
-// sequence numbers: the k-th collective of each group. Without groups (cudascope's own
-// traces, which see NCCL's kernels but not PyTorch's process groups): the k-th
-// communication kernel of each rank, which is wrong as soon as two groups interleave
-// (tensor-parallel pairs and data-parallel pairs over the same ranks). Every table and view
-// that pairs collectives says which rule it used.
+// sequence numbers: the k-th collective of each group. cudascope's own traces see NCCL's
+// kernels but not PyTorch's process groups; they name each NCCL call's communicator instead
+// (NCCL 2.25 on: the NCCL range around the call carries the communicator's hash, written as
+// "0x..."), and NCCL requires every rank of a communicator to issue its collectives in the
+// same order, so there an operation is the k-th collective of its communicator. Without
+// either: the k-th communication kernel of each rank, which is wrong as soon as two groups
+// interleave (tensor-parallel pairs and data-parallel pairs over the same ranks). Every table
+// and view that pairs collectives says which rule it used.
 //
 // Thread-safety: free functions, no shared state.
 
@@ -21,10 +24,12 @@ namespace cudascope::analysis {
 
 // One rank's collectives on one communicator, in start order.
 struct CommunicatorCollectives {
-  std::string name;         // "Process Group Name"; "" when the trace names no group
+  std::string name;         // "Process Group Name", or the NCCL communicator's hash ("0x1f...");
+                            // "" when the trace names neither
   std::string description;  // "Process Group Description" ("default_pg", "tp", ...)
   std::string members;      // "Process Group Ranks" as written ("[0, 1]"); "" when not named
   bool has_sequence = true; // every collective carries "Seq"
+  bool nccl_communicator = false;  // named by NCCL's communicator hash, not by a process group
   std::vector<std::int64_t> seq;  // per collective: "Seq" (-1 when absent)
   std::vector<std::int64_t> start_ns, end_ns;
 };
@@ -34,20 +39,27 @@ using RankCollectives = std::vector<CommunicatorCollectives>;
 
 // A trace's communication kernels (is_communication_kernel_event) by communicator: the
 // group and sequence number from the kernel's args, else from the record_param_comms op of
-// the same "External id" (the op that launched it). Kernels of no named group form one
-// communicator named "".
+// the same "External id" (the op that launched it) or enclosing its launch call; else the
+// communicator of the NCCL range (NVTX domain "NCCL", its hash in "payload") enclosing the
+// launch call. A kernel's launch call is the CPU-side slice its ac2g flow starts from, else
+// the API call inside such an op or range with the kernel's "correlation" (NCCL launches
+// with the driver API, whose calls cudascope records for NCCL without a flow). Kernels of
+// neither form one communicator named "".
 std::vector<CommunicatorCollectives> collectives_by_communicator(const TraceModel& model);
 
-enum class CollectivePairing { communicator_and_sequence, communicator_and_order, order };
-// "communicator and sequence number", "communicator and order", "order".
+enum class CollectivePairing { communicator_and_sequence, communicator_and_order, nccl_communicator_and_order, order };
+// "communicator and sequence number", "communicator and order", "NCCL communicator and order",
+// "order".
 const char* to_string(CollectivePairing rule) noexcept;
 
 // The strongest rule every rank's collectives allow: communicator and sequence number when
-// every rank names the groups of its collectives and every named one has a sequence number,
-// communicator and order when not every one has, order when some rank with collectives names
-// no group. Ranks without collectives do not weaken it. Under the communicator rules, kernels
-// of no named group (a collective whose op fell outside torch.profiler's window) stay
-// unpaired rather than turning every rank back to order.
+// every rank names the groups of its collectives and every named one has a sequence number;
+// NCCL communicator and order when every one named is an NCCL communicator (cudascope's
+// traces); communicator and order when some named ones have no sequence number; order when
+// some rank with collectives names no communicator. Ranks without collectives do not weaken
+// it. Under the communicator rules, kernels of no named communicator (a collective whose op
+// fell outside torch.profiler's window, an NCCL kernel launched outside its call's range)
+// stay unpaired rather than turning every rank back to order.
 // The ranks are given by pointer so a merge of many summaries pairs them without a copy.
 CollectivePairing pairing_rule(const std::vector<const RankCollectives*>& ranks);
 CollectivePairing pairing_rule(const std::vector<RankCollectives>& ranks);
@@ -59,7 +71,7 @@ struct PairedCollective {
     std::size_t communicator = 0;  // index into that rank's communicators
     std::size_t index = 0;         // index into that communicator's collectives
   };
-  std::string communicator;  // the group's name; "" under order pairing
+  std::string communicator;  // the group's or NCCL communicator's name; "" under order pairing
   std::int64_t key = 0;      // the sequence number, or the position (order rules)
   std::vector<Part> parts;   // by rank
 };

@@ -131,6 +131,9 @@ class TraceModel {
   // One member of "args", parsed on demand: an integer (also a whole-number double), any
   // number, or a string. nullopt when absent or of another type.
   std::optional<std::int64_t> arg_int(const Event& e, std::string_view key) const;
+  // An integer up to UINT64_MAX, written as digits (hashes and ids above INT64_MAX: the NCCL
+  // communicator in an NCCL range's "payload"). nullopt when absent, negative or not so written.
+  std::optional<std::uint64_t> arg_uint(const Event& e, std::string_view key) const;
   std::optional<double> arg_number(const Event& e, std::string_view key) const;
   std::optional<std::string> arg_string(const Event& e, std::string_view key) const;
   bool id_is_string(const Event& e) const noexcept { return (e.flags & kFlagIdIsString) != 0; }

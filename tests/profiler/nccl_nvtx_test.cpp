@@ -1,0 +1,140 @@
+// NCCL's NVTX ranges: the communicator read from their extended payload (nccl_nvtx.h), and the
+// NVTX handlers writing it as the range's payload, called as a program's NVTX calls them.
+#include "nccl_nvtx.h"
+
+#include "nccl_nvtx_support.h"
+
+#include <cudascope/profiler/record.h>
+#include <cudascope/profiler/session.h>
+#include <cudascope/profiler/trace_sink.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace cudascope::profiler;
+using cudascope::profiler::detail::nccl_communicator_of;
+using namespace cudascope::profiler::testing;
+
+namespace {
+
+constexpr std::uint64_t kCommHash = 0x9e3779b97f4a7c15;
+
+const AllReducePayload kAllReduce{kCommHash, 4096, 0};
+
+TEST(NcclNvtxPayloadTest, TheCommunicatorIsTheFirstEightBytesOfTheFirstPayload) {
+  NcclAttributes all_reduce(kAllReduceSchema, &kAllReduce, sizeof kAllReduce);
+  EXPECT_EQ(nccl_communicator_of(&all_reduce.attributes), kCommHash);
+  const std::uint64_t all_gather[2] = {kCommHash + 1, 4096};  // {comm, bytes}
+  NcclAttributes gather(kAllGatherSchema, all_gather, sizeof all_gather);
+  EXPECT_EQ(nccl_communicator_of(&gather.attributes), kCommHash + 1);
+}
+
+TEST(NcclNvtxPayloadTest, MissingPointersAndOtherPayloadTypesAreRejected) {
+  EXPECT_EQ(nccl_communicator_of(nullptr), std::nullopt);
+  NcclAttributes plain(kAllReduceSchema, &kAllReduce, sizeof kAllReduce);
+  plain.attributes.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  EXPECT_EQ(nccl_communicator_of(&plain.attributes), std::nullopt) << "a plain uint64 payload is no payload array";
+  NcclAttributes no_entries(kAllReduceSchema, &kAllReduce, sizeof kAllReduce);
+  no_entries.attributes.reserved0 = 0;
+  EXPECT_EQ(nccl_communicator_of(&no_entries.attributes), std::nullopt);
+  NcclAttributes no_array(kAllReduceSchema, &kAllReduce, sizeof kAllReduce);
+  no_array.attributes.payload.ullValue = 0;
+  EXPECT_EQ(nccl_communicator_of(&no_array.attributes), std::nullopt);
+  NcclAttributes no_payload(kAllReduceSchema, nullptr, sizeof kAllReduce);
+  EXPECT_EQ(nccl_communicator_of(&no_payload.attributes), std::nullopt);
+}
+
+TEST(NcclNvtxPayloadTest, PayloadsTooShortToHoldTheCommunicatorAreRejected) {
+  NcclAttributes tiny(kAllReduceSchema, &kAllReduce, 4);
+  EXPECT_EQ(nccl_communicator_of(&tiny.attributes), std::nullopt) << "under 8 bytes";
+  NcclAttributes unknown_size(kAllReduceSchema, &kAllReduce, SIZE_MAX);
+  EXPECT_EQ(nccl_communicator_of(&unknown_size.attributes), std::nullopt);
+  // NCCL 2.22-2.24: the same schema id, the message size where 2.25 has the communicator.
+  const OldAllReducePayload old{kCommHash, 0};
+  NcclAttributes before_2_25(kAllReduceSchema, &old, sizeof old);
+  EXPECT_EQ(nccl_communicator_of(&before_2_25.attributes), std::nullopt) << "the message size is no communicator";
+  const std::uint64_t message_size = 4096;
+  NcclAttributes old_all_gather(kAllGatherSchema, &message_size, sizeof message_size);
+  EXPECT_EQ(nccl_communicator_of(&old_all_gather.attributes), std::nullopt);
+}
+
+TEST(NcclNvtxPayloadTest, OtherSchemasAndNcclsNullCommunicatorAreRejected) {
+  NcclAttributes comm_init(kNcclSchemaBase + 0, &kAllReduce, sizeof kAllReduce);  // ncclCommInitRank: no collective
+  EXPECT_EQ(nccl_communicator_of(&comm_init.attributes), std::nullopt);
+  NcclAttributes raw(NVTX_TYPE_PAYLOAD_SCHEMA_RAW, &kAllReduce, sizeof kAllReduce);
+  EXPECT_EQ(nccl_communicator_of(&raw.attributes), std::nullopt);
+  const AllReducePayload null_comm{0, 4096, 0};  // NCCL writes `comm ? comm->commHash : 0`
+  NcclAttributes without(kAllReduceSchema, &null_comm, sizeof null_comm);
+  EXPECT_EQ(nccl_communicator_of(&without.attributes), std::nullopt);
+}
+
+SessionOptions sim_options() {
+  SessionOptions options;
+  options.source = SourceKind::kSim;
+  options.flush_interval = std::chrono::milliseconds(20);
+  return options;
+}
+
+std::vector<Record> pushes_of(const Session& session) {
+  MemorySink sink;
+  session.export_to(sink);
+  std::vector<Record> out;
+  for (const Record& r : sink.records()) {
+    if (r.kind == RecordKind::kNvtxPush) out.push_back(r);
+  }
+  return out;
+}
+
+// Each test runs in its own process (gtest_discover_tests), so the handlers installed here
+// replace no other test's NVTX.
+TEST(NcclNvtxHandlerTest, AnNcclRangeCarriesItsCommunicatorAsPayloadAndOtherDomainsDoNot) {
+  FakeNvtxInstance nvtx;
+  ASSERT_TRUE(nvtx.install());
+  Session session(sim_options());
+  session.start();
+  EXPECT_FALSE(detail::nccl_in_process());
+  const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
+  const nvtxDomainHandle_t other = nvtx.create_domain("other library");
+  EXPECT_TRUE(detail::nccl_in_process());
+  NcclAttributes all_reduce(kAllReduceSchema, &kAllReduce, sizeof kAllReduce);
+  nvtx.push(nccl, all_reduce.attributes);
+  EXPECT_EQ(detail::nccl_communicator_on_this_thread(), kCommHash) << "what the CUPTI launch callback reads";
+  nvtx.pop(nccl);
+  EXPECT_EQ(detail::nccl_communicator_on_this_thread(), 0u) << "outside the call again";
+  nvtx.push(other, all_reduce.attributes);
+  EXPECT_EQ(detail::nccl_communicator_on_this_thread(), 0u) << "another library's range names no NCCL communicator";
+  nvtx.pop(other);
+  session.stop();
+
+  const std::vector<Record> pushes = pushes_of(session);
+  ASSERT_EQ(pushes.size(), 2u);
+  EXPECT_STREQ(reinterpret_cast<const char*>(static_cast<std::intptr_t>(pushes[0].stream)), "NCCL");
+  EXPECT_EQ(pushes[0].u.nvtx.payload_kind, NvtxPayloadKind::kUint64);
+  EXPECT_EQ(pushes[0].u.nvtx.payload, kCommHash);
+  EXPECT_EQ(std::string(pushes[0].u.nvtx.text, pushes[0].text_size), "ncclAllReduce");
+  EXPECT_EQ(pushes[1].u.nvtx.payload_kind, NvtxPayloadKind::kNone) << "extended payloads of other domains are not read";
+}
+
+TEST(NcclNvtxHandlerTest, AnNcclRangeWithoutACommunicatorCarriesNoPayload) {
+  FakeNvtxInstance nvtx;
+  ASSERT_TRUE(nvtx.install());
+  Session session(sim_options());
+  session.start();
+  const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
+  const OldAllReducePayload old{4096, 0};
+  NcclAttributes before_2_25(kAllReduceSchema, &old, sizeof old);
+  nvtx.push(nccl, before_2_25.attributes);
+  EXPECT_EQ(detail::nccl_communicator_on_this_thread(), 0u);
+  nvtx.pop(nccl);
+  session.stop();
+  const std::vector<Record> pushes = pushes_of(session);
+  ASSERT_EQ(pushes.size(), 1u);
+  EXPECT_EQ(pushes[0].u.nvtx.payload_kind, NvtxPayloadKind::kNone);
+}
+
+}  // namespace
