@@ -42,6 +42,16 @@ Group data_parallel(int rank) { return rank % 2 == 0 ? Group{"3", "dp", "[0, 2]"
 // reaches it through its launch: the ac2g flow from cudaLaunchKernel, inside the op.
 enum class Link { args_on_kernel, external_id, launch_flow };
 
+// One rank's summary of a four-rank job, from the file PREFIX<rank>.json.
+RankSummary four_rank_summary(int rank, const std::string& prefix, std::vector<CommunicatorCollectives> communicators) {
+  RankSummary s;
+  s.rank = rank;
+  s.world_size = 4;
+  s.file = prefix + std::to_string(rank) + ".json";
+  s.communicators = std::move(communicators);
+  return s;
+}
+
 // A torch.profiler (Kineto) trace of one rank, built collective by collective.
 class KinetoRank {
  public:
@@ -79,14 +89,7 @@ class KinetoRank {
     return loaded.ok() ? collectives_by_communicator(*loaded.model) : std::vector<CommunicatorCollectives>{};
   }
 
-  RankSummary summary() const {
-    RankSummary s;
-    s.rank = rank_;
-    s.world_size = 4;
-    s.file = "kineto_" + std::to_string(rank_) + ".json";
-    s.communicators = communicators();
-    return s;
-  }
+  RankSummary summary() const { return four_rank_summary(rank_, "kineto_", communicators()); }
 
  private:
   void event(const std::string& name, const std::string& cat, int pid, int ts, int dur, const std::string& args) {
@@ -314,14 +317,7 @@ class CudascopeRank {
     return loaded.ok() ? collectives_by_communicator(*loaded.model) : std::vector<CommunicatorCollectives>{};
   }
 
-  RankSummary summary() const {
-    RankSummary s;
-    s.rank = rank_;
-    s.world_size = 4;
-    s.file = "trace_" + std::to_string(rank_) + ".json";
-    s.communicators = communicators();
-    return s;
-  }
+  RankSummary summary() const { return four_rank_summary(rank_, "trace_", communicators()); }
 
  private:
   static constexpr char kNcclDomain[] = "NCCL";  // a domain's record holds its interned name
