@@ -8,8 +8,9 @@
 #   3. cudascope stats of the Kineto traces: collectives paired by communicator and sequence
 #      number, one row per group, each pairing exactly its group's ranks; the summaries
 #      (--summary-out) merge to the same tables;
-#   4. cudascope stats of cudascope's own traces: four ranks, their NCCL kernels, and which
-#      rule paired their collectives (said, not required: these traces name no process group).
+#   4. cudascope stats of cudascope's own traces: four ranks, their NCCL kernels, collectives
+#      paired by NCCL communicator (the commHash of NCCL's NVTX payload, NCCL 2.25+) and order,
+#      each tensor- and data-parallel pair one communicator of exactly its two ranks.
 # Prints PASS/FAIL lines and exits non-zero on any failure. The rank traces stay in OUT_DIR.
 # Usage (from the repository root): bash bench/ranks/run_tp_dp_check.sh CUDASCOPE OUT_DIR
 #   CUDASCOPE: the cudascope executable (e.g. build/cli/cudascope); STEPS=8 to change.
@@ -128,11 +129,24 @@ for r in range(nproc):
     ok = ok and good
 report = json.load(open(f"{out}/stats_ours.json"))
 rule = report["collectives_paired_by"]
-good = len(report["ranks"]) == nproc and report["communicators"]
+good = len(report["ranks"]) == nproc and rule == "NCCL communicator and order"
 print(("PASS: " if good else "FAIL: ") + f"cudascope's traces: {len(report['ranks'])} ranks, collectives paired by {rule}")
-if rule == "order":
-    print("NOTE: cudascope's own traces name no process group yet (NCCL's NVTX payloads are not recorded), "
-          "so their collectives are paired by order and the stats say so")
+# NCCL names no members: each communicator's ranks are those whose traces hold it. The
+# tensor- and data-parallel pairs must each be one communicator of exactly their two ranks
+# (the world's communicator, if the job used it, holds all four).
+want = {frozenset({0, 1}), frozenset({2, 3}), frozenset({0, 2}), frozenset({1, 3})}
+seen = set()
+for c in report["communicators"]:
+    ranks = frozenset(r for part in c["ranks"].split()
+                      for r in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))
+    seen.add(ranks)
+    fine = c["collectives"] > 0 and c["partial"] == 0 and (ranks in want or len(ranks) == nproc)
+    print(("PASS: " if fine else "FAIL: ") + f"communicator {c['communicator']}: {c['collectives']} collectives "
+          f"paired by {c.get('paired_by', rule)} on ranks {sorted(ranks)}; {c['partial']} found on some ranks only")
+    good = good and fine
+print(("PASS: " if want <= seen else "FAIL: ") + f"the tensor- and data-parallel pairs each have their communicator: "
+      f"{sorted(sorted(s) for s in seen)}")
+good = good and want <= seen
 sys.exit(0 if ok and good else 1)
 PY
 
