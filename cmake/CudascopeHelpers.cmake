@@ -64,6 +64,17 @@ function(cudascope_add_test)
   endif()
   include(GoogleTest)
   gtest_discover_tests(${T_NAME} PROPERTIES ${properties} DISCOVERY_TIMEOUT 60)
+  # Per test folder, a target that builds only its executables labelled neither gpu nor
+  # integration (tests/runtime: unit_tests_runtime): what the sanitizer builds run, without the
+  # GPU tests and the command and injection library the integration tests need
+  # (.ci/sanitizers.sh).
+  if(NOT "gpu" IN_LIST T_LABELS AND NOT "integration" IN_LIST T_LABELS)
+    get_filename_component(folder "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+    if(NOT TARGET unit_tests_${folder})
+      add_custom_target(unit_tests_${folder})
+    endif()
+    add_dependencies(unit_tests_${folder} ${T_NAME})
+  endif()
   if(T_ENV)
     # Not through gtest_discover_tests' PROPERTIES: it writes each list element as its own
     # argument, so every variable after the first would be read as a property name. A file

@@ -148,9 +148,6 @@ TEST(TraceBufferTest, ABufferThatCannotGrowOverwritesItsOldestRecord) {
 // mmap without a hint places a mapping just below the lowest one, where the CUDA driver grows
 // its reservation of address space for device memory; a ring there moved a replay's segments.
 TEST(TraceBufferTest, TheRingIsMappedFarFromWhereMappingsWithoutAHintGo) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "TSan keeps mappings inside its application ranges and drops the hint";
-#endif
   TraceBuffer buffer;
   buffer.set_max_entries(TraceBuffer::kReserved);
   const auto ring = reinterpret_cast<std::uintptr_t>(&buffer.slot());
