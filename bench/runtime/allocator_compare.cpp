@@ -9,8 +9,9 @@
 // allocator_history (CUDASCOPE_HISTORY_ONLY), which runs on the sim backend unless
 // CUDASCOPE_BACKEND says otherwise: `allocator_history [ROUNDS [RING_ENTRIES]]`. For
 // instruction counts, `allocator_history ops MODE PASSES` runs only the training-step mix in
-// one mode (0 off, 1 no stacks, 2 C++ stacks, 3 C++ stacks of allocations only): two counts
-// of passes under callgrind give the steady-state cost per operation.
+// one mode (0 off, 1 no stacks, 2 C++ stacks, 3 C++ stacks of allocations only), and
+// `allocator_history pairs MODE PASSES` only the 4 KiB pairs: two counts of passes under
+// callgrind give the steady-state cost per operation.
 #include <cudascope/cuda.h>
 
 #ifndef CUDASCOPE_HISTORY_ONLY
@@ -340,6 +341,13 @@ int main(int argc, char** argv) {
     set_mode(std::atoi(argv[2]));
     for (int pass = 0; pass <= std::atoi(argv[3]); ++pass) run_ops(ops, slots);  // one more: the warm-up
     std::printf("%zu operations per pass\n", ops.size());
+    return 0;
+  }
+  if (argc > 3 && std::string(argv[1]) == "pairs") {
+    constexpr std::size_t kPairs = 100000;
+    set_mode(std::atoi(argv[2]));
+    for (int pass = 0; pass <= std::atoi(argv[3]); ++pass) run_pairs(kPairs);
+    std::printf("%zu operations per pass\n", 2 * kPairs);
     return 0;
   }
   if (argc > 2) history_entries = std::strtoull(argv[2], nullptr, 10);
