@@ -67,6 +67,59 @@ TEST_F(AllocatorHistoryTest, AFreeAfterTheThreadsRangeStackIsDestroyedKeepsNoRan
   EXPECT_EQ(freed->user_metadata, "");
 }
 
+// Without C++ stacks ("python"), each action keeps the ranges open where it happened; a free
+// outside any range keeps those of the allocation it frees.
+TEST_F(AllocatorHistoryTest, WithoutStacksEachActionKeepsTheRangesOpenAtIt) {
+  cuda::memory::record_memory_history("all", "all", "python", 100);
+  void* bare = cuda::caching_allocator_alloc(4096, 0);
+  void* ranged = nullptr;
+  {
+    cuda::nvtx::Range step("step");
+    cuda::nvtx::Range forward("forward");
+    ranged = cuda::caching_allocator_alloc(8192, 0);
+  }
+  {
+    cuda::nvtx::Range backward("backward");
+    cuda::caching_allocator_delete(bare);
+  }
+  cuda::caching_allocator_delete(ranged);
+  const auto snap = cuda::memory::memory_snapshot();
+  const auto* bare_alloc = find_entry(snap, "alloc", bare);
+  const auto* bare_free = find_entry(snap, "free_completed", bare);
+  const auto* ranged_alloc = find_entry(snap, "alloc", ranged);
+  const auto* ranged_free = find_entry(snap, "free_completed", ranged);
+  ASSERT_TRUE(bare_alloc && bare_free && ranged_alloc && ranged_free);
+  EXPECT_EQ(bare_alloc->user_metadata, "");
+  EXPECT_EQ(bare_free->user_metadata, "backward");
+  EXPECT_EQ(ranged_alloc->user_metadata, "step;forward");
+  EXPECT_EQ(ranged_free->user_metadata, "step;forward");
+  for (const auto* e : {bare_alloc, bare_free, ranged_alloc, ranged_free}) EXPECT_TRUE(e->frames.empty());
+}
+
+// Context "alloc": frees capture nothing and keep the context of their allocation, stacks
+// included, whatever ranges are open at the free.
+TEST_F(AllocatorHistoryTest, ContextsOfAllocationsOnlyLeaveFreesWithTheirAllocations) {
+  cuda::memory::record_memory_history("all", "alloc", "all", 100);
+  void* block = nullptr;
+  {
+    cuda::nvtx::Range forward("forward");
+    block = cuda::caching_allocator_alloc(4096, 0);
+  }
+  {
+    cuda::nvtx::Range backward("backward");
+    cuda::caching_allocator_delete(block);
+  }
+  const auto snap = cuda::memory::memory_snapshot();
+  const auto* alloc = find_entry(snap, "alloc", block);
+  const auto* freed = find_entry(snap, "free_completed", block);
+  ASSERT_TRUE(alloc && freed);
+  EXPECT_EQ(alloc->user_metadata, "forward");
+  EXPECT_EQ(freed->user_metadata, "forward");
+  EXPECT_FALSE(alloc->frames.empty());
+  ASSERT_EQ(freed->frames.size(), alloc->frames.size());
+  for (std::size_t i = 0; i < alloc->frames.size(); ++i) EXPECT_EQ(freed->frames[i].name, alloc->frames[i].name);
+}
+
 // For its scope, the process may map only `headroom` bytes more than it has mapped now
 // (RLIMIT_AS): a large allocation fails, as when host memory runs out.
 class AddressSpaceLimit {
@@ -158,6 +211,62 @@ TEST(TraceBufferTest, TheRingIsMappedFarFromWhereMappingsWithoutAHintGo) {
   munmap(unhinted, kBytes);
   const std::uintptr_t distance = ring > other ? ring - other : other - ring;
   EXPECT_GT(distance, std::uintptr_t{1} << 39) << std::hex << "ring at 0x" << ring << ", unhinted mapping at 0x" << other;
+}
+
+TEST(TraceBufferTest, AFullRingOverwritesItsOldestAndListsOldestFirst) {
+  TraceBuffer buffer;
+  buffer.set_max_entries(4);
+  for (std::uintptr_t i = 1; i <= 10; ++i) buffer.insert(record_at(i));
+  EXPECT_EQ(buffer.size(), 4u);
+  EXPECT_EQ(addresses(buffer), (std::vector<std::uintptr_t>{7, 8, 9, 10}));
+}
+
+TEST(TraceBufferTest, ShrinkingAWrappedRingKeepsItsNewestRecordsInOrder) {
+  TraceBuffer buffer;
+  buffer.set_max_entries(5);
+  for (std::uintptr_t i = 1; i <= 8; ++i) buffer.insert(record_at(i));  // wrapped: 4..8
+  buffer.set_max_entries(3);
+  EXPECT_EQ(addresses(buffer), (std::vector<std::uintptr_t>{6, 7, 8}));
+  buffer.insert(record_at(9));
+  EXPECT_EQ(addresses(buffer), (std::vector<std::uintptr_t>{7, 8, 9}));
+}
+
+TEST(TraceBufferTest, GrowingAWrappedRingFillsItBeforeOverwritingAgain) {
+  TraceBuffer buffer;
+  buffer.set_max_entries(3);
+  for (std::uintptr_t i = 1; i <= 5; ++i) buffer.insert(record_at(i));  // wrapped: 3..5
+  buffer.set_max_entries(5);
+  for (std::uintptr_t i = 6; i <= 7; ++i) buffer.insert(record_at(i));
+  EXPECT_EQ(addresses(buffer), (std::vector<std::uintptr_t>{3, 4, 5, 6, 7}));
+  buffer.insert(record_at(8));
+  EXPECT_EQ(addresses(buffer), (std::vector<std::uintptr_t>{4, 5, 6, 7, 8}));
+}
+
+TEST(TraceBufferTest, AReleasedBufferStartsEmpty) {
+  TraceBuffer buffer;
+  buffer.set_max_entries(2);
+  for (std::uintptr_t i = 1; i <= 3; ++i) buffer.insert(record_at(i));
+  buffer.release();
+  EXPECT_EQ(buffer.size(), 0u);
+  EXPECT_TRUE(addresses(buffer).empty());
+  buffer.insert(record_at(4));
+  EXPECT_EQ(addresses(buffer), std::vector<std::uintptr_t>{4});
+}
+
+// The action shares a word with the NVTX id: both come back whole at their largest values.
+TEST(TraceRecordTest, ActionAndContextComeBackWholeAtTheirLargestValues) {
+  const auto largest_nvtx = static_cast<std::uint32_t>(cuda::detail::alloc::kMaxNvtxStacks);
+  const TraceRecord r(Action::kFree, 0x7f00'0000'1000, ~std::size_t{0}, -1, ~std::uint64_t{0},
+                      {0xffff'ffffu, largest_nvtx});
+  EXPECT_EQ(r.action(), Action::kFree);
+  EXPECT_EQ(r.context().stack, 0xffff'ffffu);
+  EXPECT_EQ(r.context().nvtx, largest_nvtx);
+  EXPECT_EQ(r.size, ~std::size_t{0});
+  EXPECT_EQ(r.stream, -1);
+  EXPECT_EQ(r.ticks, ~std::uint64_t{0});
+  const TraceRecord first(Action::kAlloc, 0, 0, 0, 0, {});
+  EXPECT_EQ(first.action(), Action::kAlloc);
+  EXPECT_FALSE(first.context());
 }
 
 // Ranges named by a step number make every NVTX stack new. The table keeps a bounded number;

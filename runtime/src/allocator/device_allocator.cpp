@@ -525,8 +525,7 @@ void DeviceAllocator::set_history(const HistorySettings& settings) {
   if (settings.record_trace && !record_trace_) trace_clock_.start();
   record_trace_ = settings.record_trace;
   trace_contexts_ = settings.when >= RecordContext::kAlloc;
-  record_when_.store(static_cast<int>(settings.when));
-  cpp_stacks_.store(settings.cpp_stacks);
+  capture_.store(static_cast<unsigned>(settings.when) | (settings.cpp_stacks ? kCaptureStacks : 0u));
   trace_.set_max_entries(settings.max_entries);
   if (!settings.record_trace) trace_.release();
 }

@@ -13,6 +13,7 @@
 #include <cudascope/cuda/allocator_config.h>
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/memory.h>
+#include <cudascope/cuda/nvtx.h>
 
 #include <atomic>
 #include <deque>
@@ -112,10 +113,16 @@ class DeviceAllocator {
     bool oom = false;
   };
 
-  // History off: one relaxed load and a branch.
+  // History off: one relaxed load and a branch. On without C++ stacks, a thread with no NVTX
+  // range open pays a call of range_stack() and a compare here; only open ranges reach the
+  // capture's tables.
   ContextPtr gather(RecordContext level) const {
-    if (record_when_.load(std::memory_order_relaxed) < static_cast<int>(level)) [[likely]] return {};
-    return capture_context(cpp_stacks_.load(std::memory_order_relaxed));
+    const unsigned capture = capture_.load(std::memory_order_relaxed);
+    if ((capture & kCaptureWhen) < static_cast<unsigned>(level)) [[likely]] return {};
+    if (capture & kCaptureStacks) return capture_context(true);
+    const std::vector<std::string>& ranges = nvtx::range_stack();
+    if (ranges.empty()) [[likely]] return {};
+    return capture_nvtx_context(ranges);
   }
   StreamStats* stats_for(StreamHandle stream);
   std::size_t round_size(std::size_t size) const;
@@ -223,8 +230,11 @@ class DeviceAllocator {
   std::vector<std::uintptr_t> recorded_addresses_;
   std::size_t next_recorded_address_ = 0;
 
-  std::atomic<int> record_when_{0};
-  std::atomic<bool> cpp_stacks_{false};
+  // What gather() captures, read outside the lock: the RecordContext in the low bits, and
+  // whether C++ stacks are walked.
+  static constexpr unsigned kCaptureWhen = 3;
+  static constexpr unsigned kCaptureStacks = 4;
+  std::atomic<unsigned> capture_{0};
   bool record_trace_ = false;
   bool trace_contexts_ = false;  // context "alloc" or "all": trace records keep theirs
   TraceClock trace_clock_;

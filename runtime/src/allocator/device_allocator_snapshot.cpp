@@ -84,8 +84,8 @@ void append_trace(const std::vector<TraceRecord>& records, const TraceClock::ToN
   trace.reserve(first + records.size());
   for (const TraceRecord& r : records) {
     memory::TraceEntry e;
-    e.action = action_name(r.action);
-    if (r.action == Action::kOom) {
+    e.action = action_name(r.action());
+    if (r.action() == Action::kOom) {
       e.device_free = r.addr;
     } else {
       e.addr = r.addr;
@@ -93,9 +93,9 @@ void append_trace(const std::vector<TraceRecord>& records, const TraceClock::ToN
     e.size = r.size;
     e.stream = r.stream;
     e.time_us = (static_cast<std::int64_t>(to_ns(r.ticks)) + epoch_offset_ns) / 1000;
-    e.user_metadata = join_nvtx(r.context);
-    e.frames = symbolizer.frames(r.context);
-    if (r.action == Action::kFree) {
+    e.user_metadata = join_nvtx(r.context());
+    e.frames = symbolizer.frames(r.context());
+    if (r.action() == Action::kFree) {
       trace.push_back(e);
       e.action = action_name(Action::kFreeCompleted);
     }

@@ -253,6 +253,10 @@ ContextPtr capture_context(bool cpp_stacks) noexcept {
   return context;
 }
 
+ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept {
+  return {0, nvtx_id_of_open_ranges(thread_capture, ranges)};
+}
+
 std::span<void* const> stack_frames(std::uint32_t id) {
   if (id == 0) return {};
   return stacks().at(id);
@@ -315,19 +319,38 @@ std::uint64_t TraceClock::ToNs::operator()(std::uint64_t tick) const noexcept {
 void TraceBuffer::set_max_entries(std::size_t n) noexcept {
   n = std::max<std::size_t>(n, 1);
   if (n == max_entries_) return;
-  std::rotate(data_.get(), data_.get() + next_, data_.get() + size_);  // oldest first
-  next_ = 0;
-  if (size_ > n) {
-    std::move(data_.get() + (size_ - n), data_.get() + size_, data_.get());
-    size_ = n;
+  TraceRecord* const data = data_.get();
+  std::size_t kept = written();
+  if (wrapped_) {
+    std::rotate(data, cursor_, data + length_);  // oldest first
+    kept = length_;
+  }
+  if (kept > n) {
+    std::move(data + (kept - n), data + kept, data);
+    kept = n;
   }
   max_entries_ = length_ = n;
+  wrapped_ = false;
+  cursor_ = data + kept;
+  limit_ = data + std::min(capacity_, length_);
 }
 
 void TraceBuffer::release() noexcept {
   data_.reset();
-  size_ = capacity_ = next_ = dropped_ = 0;
+  cursor_ = limit_ = nullptr;
+  wrapped_ = false;
+  capacity_ = dropped_ = 0;
   length_ = max_entries_;
+}
+
+TraceRecord& TraceBuffer::slot_at_limit() noexcept {
+  if (wrapped_ || written() == length_) {
+    wrapped_ = true;
+    cursor_ = data_.get();
+    limit_ = cursor_ + length_;
+    return *cursor_++;
+  }
+  return grown_slot();
 }
 
 static_assert(std::is_trivially_copyable_v<TraceRecord> && std::is_trivially_destructible_v<TraceRecord>);
@@ -355,8 +378,9 @@ void* away_from_device_address_space() noexcept {
 // Reserved without being written: pages are touched only as records fill them. Growth is in
 // place while the range above the ring is free, as it is away from other mappings.
 TraceRecord& TraceBuffer::grown_slot() noexcept {
-  const std::size_t capacity = std::min(max_entries_, std::max(kReserved, 2 * capacity_));
+  const std::size_t capacity = std::min(length_, std::max(kReserved, 2 * capacity_));
   const std::size_t bytes = capacity * sizeof(TraceRecord);
+  const std::size_t kept = written();
   void* grown = data_ ? mremap(data_.get(), data_.get_deleter().bytes, bytes, MREMAP_MAYMOVE)
                       : mmap(away_from_device_address_space(), bytes, PROT_READ | PROT_WRITE,
                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -365,13 +389,15 @@ TraceRecord& TraceBuffer::grown_slot() noexcept {
       ++dropped_;
       return dropped_slot_;
     }
-    length_ = capacity_;  // full now: slot() overwrites the oldest from here on
-    return slot();
+    length_ = capacity_;  // full now: overwrites the oldest from here on
+    return slot_at_limit();
   }
   (void)data_.release();  // mremap moved or kept it: the old address is no longer ours
   data_ = std::unique_ptr<TraceRecord[], Unmap>(static_cast<TraceRecord*>(grown), Unmap{bytes});
   capacity_ = capacity;
-  return data_[size_++];
+  cursor_ = data_.get() + kept;
+  limit_ = data_.get() + capacity_;
+  return *cursor_++;
 }
 
 const char* action_name(Action action) noexcept {

@@ -44,6 +44,10 @@ struct HistorySettings {
 // Captures the calling thread's context (cheap: no symbolisation). Never throws: where a
 // part cannot be kept (its table full, host memory out) the context goes without it.
 ContextPtr capture_context(bool cpp_stacks) noexcept;
+// The NVTX part alone, for a thread whose range stack (nvtx::range_stack(), not empty) the
+// caller has read: the allocator tests for an empty stack inline and calls this only when
+// ranges are open.
+ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept;
 
 // Distinct NVTX range stacks kept for the process (and at most 4 MiB of their names). What
 // they cost: each is a copy of its range names, kept for the life of the process; a
@@ -68,14 +72,33 @@ enum class Action : std::uint8_t {
 };
 const char* action_name(Action action) noexcept;
 
+// 40 bytes, written with five 8-byte stores: the action shares a word with the context's
+// NVTX id, which is below kMaxNvtxStacks + 1 and so fits in 24 bits.
 struct TraceRecord {
-  Action action;
+  TraceRecord() = default;
+  TraceRecord(Action action, std::uintptr_t addr, std::size_t size, std::int64_t stream, std::uint64_t ticks,
+              ContextPtr context) noexcept
+      : addr(addr),
+        size(size),
+        stream(stream),
+        ticks(ticks),
+        stack(context.stack),
+        nvtx_and_action(context.nvtx | static_cast<std::uint32_t>(action) << kActionShift) {}
+  Action action() const noexcept { return static_cast<Action>(nvtx_and_action >> kActionShift); }
+  ContextPtr context() const noexcept { return {stack, nvtx_and_action & ((1u << kActionShift) - 1)}; }
+
   std::uintptr_t addr;  // device_free for kOom
   std::size_t size;
   std::int64_t stream;
   std::uint64_t ticks;  // TraceClock::now()
-  ContextPtr context;
+  std::uint32_t stack;
+  std::uint32_t nvtx_and_action;
+
+ private:
+  static constexpr unsigned kActionShift = 24;
+  static_assert(kMaxNvtxStacks < (std::size_t{1} << kActionShift));
 };
+static_assert(sizeof(TraceRecord) == 40);
 
 // The history's timestamps. Where the kernel keeps time by the TSC, a record takes the raw
 // TSC (an inline rdtsc): host_time_ns() scales it through a call and an atomic load, which
@@ -109,7 +132,9 @@ class TraceClock {
 // Oldest entries are overwritten once `max_entries` are kept. The storage is reserved at
 // the first insert (up to kReserved entries at once; an unbounded buffer doubles past it)
 // without touching its pages, so a device that records nothing costs no memory; after
-// that an insert fills one fixed-size slot in place and allocates nothing.
+// that an insert fills one fixed-size slot in place and allocates nothing: a cursor bumped
+// up to a limit, past which (the ring's end, or the storage's) an out-of-line step wraps or
+// grows.
 // Nothing here throws: records are written after the allocator has changed its state.
 // Where the storage cannot grow (out of host memory), the ring stays at the length it has
 // and overwrites its oldest record; with no storage yet, the record is dropped and counted.
@@ -121,29 +146,29 @@ class TraceBuffer {
   void insert(const TraceRecord& record) noexcept { slot() = record; }
   // The slot the next record goes to.
   TraceRecord& slot() noexcept {
-    if (size_ == length_) [[likely]] {
-      TraceRecord& oldest = data_[next_];
-      next_ = next_ + 1 == length_ ? 0 : next_ + 1;
-      return oldest;
-    }
-    if (size_ < capacity_) [[likely]] return data_[size_++];
-    return grown_slot();
+    if (cursor_ != limit_) [[likely]] return *cursor_++;
+    return slot_at_limit();
   }
   // Drops the records and their storage (recording stopped).
   void release() noexcept;
   // Oldest first.
   template <typename F>
   void for_each(F f) const {
-    for (std::size_t i = next_; i < size_; ++i) f(data_[i]);
-    for (std::size_t i = 0; i < next_; ++i) f(data_[i]);
+    if (wrapped_) {
+      for (const TraceRecord* r = cursor_; r != data_.get() + length_; ++r) f(*r);
+    }
+    for (const TraceRecord* r = data_.get(); r != cursor_; ++r) f(*r);
   }
-  std::size_t size() const noexcept { return size_; }
+  std::size_t size() const noexcept { return wrapped_ ? length_ : written(); }
   std::size_t max_entries() const noexcept { return max_entries_; }
   // Records dropped for want of storage since recording started.
   std::size_t dropped() const noexcept { return dropped_; }
 
  private:
+  // The cursor reached its limit: back to the start once the ring is full, else grow.
+  TraceRecord& slot_at_limit() noexcept;
   TraceRecord& grown_slot() noexcept;
+  std::size_t written() const noexcept { return static_cast<std::size_t>(cursor_ - data_.get()); }
   // Storage is a mapping of its own (records are trivially copyable; a new-expression would
   // zero every record's context, touching all the pages at once). Never heap memory freed
   // by other code: a ring of tens of MiB goes back to the system when recording stops, it
@@ -154,9 +179,10 @@ class TraceBuffer {
     void operator()(TraceRecord* p) const noexcept;
   };
   std::unique_ptr<TraceRecord[], Unmap> data_;
-  std::size_t size_ = 0;
+  TraceRecord* cursor_ = nullptr;  // the next slot; once wrapped, also the oldest record
+  TraceRecord* limit_ = nullptr;   // data_ + min(capacity_, length_)
+  bool wrapped_ = false;           // the ring has been filled: [cursor_, data_ + length_) is older
   std::size_t capacity_ = 0;
-  std::size_t next_ = 0;  // the oldest record once full
   std::size_t max_entries_ = 1;
   std::size_t length_ = 1;  // the ring's: max_entries_, or the capacity it could not grow past
   std::size_t dropped_ = 0;
