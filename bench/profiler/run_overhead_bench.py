@@ -112,10 +112,42 @@ def free_port():
         return s.getsockname()[1]
 
 
+def gpu_local_cpus(count):
+    """`count` cores of the NUMA node GPU 0 hangs off (its PCI device's local_cpulist), core 0
+    and its node's first core left to the system; None where the node is not known."""
+    try:
+        bus = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i", "0"],
+                             capture_output=True, text=True, timeout=30).stdout.strip().lower()
+        # nvidia-smi writes an 8-digit PCI domain, sysfs a 4-digit one.
+        with open(f"/sys/bus/pci/devices/{bus[-12:]}/local_cpulist") as f:
+            text = f.read().strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    cpus = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus += range(int(low), int(high or low) + 1)
+    allowed = os.sched_getaffinity(0)
+    usable = [c for c in cpus[1:] if c != 0 and c in allowed]
+    return usable[:count] if len(usable) >= count else None
+
+
+def parse_cpus(text):
+    """'2-5' or '2,3,8' -> [2, 3, 4, 5] / [2, 3, 8]."""
+    cpus = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus += range(int(low), int(high or low) + 1)
+    return cpus
+
+
 def child_environment(args, extra):
     """This environment without inherited CUDASCOPE_* settings (a CUDASCOPE_METRICS_SAMPLING=0
-    left in the shell would change what metrics-only measures), plus the bench's own."""
+    left in the shell would change what metrics-only measures), plus the bench's own. One
+    PYTHONHASHSEED for every run: Python's string hashing is seeded per process, and the
+    layout of its dicts then differs from run to run."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDASCOPE_")}
+    env["PYTHONHASHSEED"] = "0"
     if args.sample_window is not None:
         env["CUDASCOPE_METRICS_SAMPLE_WINDOW"] = str(args.sample_window)
     if args.sample_period is not None:
@@ -141,8 +173,11 @@ def run_once(config, args, tmp, round_index):
             wrapped += ["--metrics-top", "1000"]
         argv = [args.cli, "run"] + wrapped + ["--"] + workload
     # A session of its own, so a run that hangs is killed with the program cudascope run started.
+    # Every run on the same cores (inherited by cudascope run's program): where the scheduler
+    # puts a launch-bound loop moves its time by a third from run to run otherwise.
+    pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
     child = subprocess.Popen(argv, env=child_environment(args, config.env), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=pin)
     try:
         stdout, stderr = child.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -235,13 +270,13 @@ def loop_table(loop, title, results, config_names):
     plain = results["plain"]
     plain_median = statistics.median([r[f"{loop}_seconds"] for r in plain.values()])
     print(f"\n### {title}\n")
-    print("| run | median s | / plain (medians) | per-round ratio min-max | per-round ratio IQR | rounds |")
-    print("|---|---|---|---|---|---|")
+    print("| run | median s | / plain (medians) | per-round ratio median | min-max | IQR | rounds |")
+    print("|---|---|---|---|---|---|---|")
     ratios_of = {}
     for name in config_names:
         rounds = results[name]
         if not rounds:
-            print(f"| {name} | failed | | | | 0 |")
+            print(f"| {name} | failed | | | | | 0 |")
             continue
         seconds = [r[f"{loop}_seconds"] for r in rounds.values()]
         median = statistics.median(seconds)
@@ -250,7 +285,8 @@ def loop_table(loop, title, results, config_names):
         ratio = median / plain_median
         ratios_of[name] = (ratio, per_round)
         spread = f"{min(per_round):.3f}-{max(per_round):.3f}" if per_round else "-"
-        print(f"| {name} | {median:.4f} | {ratio:.3f}x | {spread} | {low:.3f}-{high:.3f} | {len(seconds)} |")
+        middle = f"{statistics.median(per_round):.3f}x" if per_round else "-"
+        print(f"| {name} | {median:.4f} | {ratio:.3f}x | {middle} | {spread} | {low:.3f}-{high:.3f} | {len(seconds)} |")
     return ratios_of
 
 
@@ -338,11 +374,26 @@ def main():
     parser.add_argument("--sample-window", type=float, default=None, help="CUDASCOPE_METRICS_SAMPLE_WINDOW (s)")
     parser.add_argument("--sample-period", type=float, default=None, help="CUDASCOPE_METRICS_SAMPLE_PERIOD (s)")
     parser.add_argument("--timeout", type=int, default=180, help="seconds one run may take")
+    parser.add_argument("--cpus", default="auto",
+                        help="cores every run is pinned to, e.g. 2-5 (default auto: 4 cores of GPU 0's NUMA "
+                             "node; none: not pinned)")
     parser.add_argument("--configs", default=None,
                         help="comma-separated configurations to run beside plain (default: all), e.g. metrics-only")
     args = parser.parse_args()
     args.rounds = args.rounds or (5 if args.quick else 9)
     args.transformer_steps = args.transformer_steps or (10 if args.quick else 30)
+    if args.cpus == "none":
+        args.cpus = None
+    elif args.cpus == "auto":
+        args.cpus = gpu_local_cpus(4)
+    else:
+        try:
+            args.cpus = parse_cpus(args.cpus)
+        except ValueError:
+            sys.exit(f"run_overhead_bench: --cpus {args.cpus}: not a list of cores such as 2-5 or 2,3,8")
+        missing = set(args.cpus) - os.sched_getaffinity(0)
+        if missing:
+            sys.exit(f"run_overhead_bench: --cpus: cores {sorted(missing)} are not available to this process")
     if not os.access(args.cli, os.X_OK):
         sys.exit(f"run_overhead_bench: {args.cli} is not an executable cudascope (give --cli)")
 
@@ -380,7 +431,8 @@ def main():
         print(f"## Recording overhead, {args.rounds} rounds alternating "
               f"({device[0] if device else 'unknown device'}; {time.strftime('%Y-%m-%d')})\n")
         print(f"Each loop timed inside its process: {args.mlp_steps} MLP steps, {args.transformer_steps} transformer "
-              f"steps. Sampling: window {args.sample_window or 0.05} s every {args.sample_period or 1} s.")
+              f"steps. Sampling: window {args.sample_window or 0.05} s every {args.sample_period or 1} s. "
+              f"Runs pinned to cores {','.join(map(str, args.cpus)) if args.cpus else 'none (not pinned)'}.")
         if not results["plain"]:
             print("\nFAIL metrics-only: no plain run succeeded")
             return 1
