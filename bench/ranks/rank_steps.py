@@ -21,12 +21,16 @@ def run_steps(step, steps, kineto, rank):
     if kineto:
         from torch.profiler import ProfilerActivity, profile, schedule
 
+        # Written when the one cycle ends: torch.profiler clears a finished cycle's events when
+        # the next begins, so exporting after the loop would write the empty next cycle.
+        def write(prof):
+            prof.export_chrome_trace(kineto.replace("%r", str(rank)))
+
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                     schedule=schedule(wait=0, warmup=1, active=steps - 1)) as prof:
+                     schedule=schedule(wait=0, warmup=1, active=steps - 1, repeat=1), on_trace_ready=write) as prof:
             for i in range(steps):
                 step(i)
                 prof.step()
-        prof.export_chrome_trace(kineto.replace("%r", str(rank)))
     else:
         for i in range(steps):
             step(i)
