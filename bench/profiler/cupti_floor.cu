@@ -9,8 +9,9 @@
 //   kinds=A,B    further activity kinds, each alone or together, to tell what each costs per
 //                launch: memcpy, memset, sync, memory2, overhead, extcorr (external
 //                correlation), device, context, driver, runtime
-//   toggle       enable CONCURRENT_KERNEL and disable it again before the loop (what a kind
-//                switched off by a sampler leaves behind)
+//   toggle       enable CONCURRENT_KERNEL (and the kinds= list) for the warm-up launches and
+//                disable them again before the loop (what kinds switched off by a sampler
+//                leave behind)
 //   counter      a CUPTI callback on each launch call counting launches (cuptiSubscribe), no
 //                activity record needed
 // With none of these it is the plain loop. Prints one JSON line: launches, seconds for the
@@ -163,7 +164,10 @@ int main(int argc, char** argv) {
   if (counter) subscribe_launch_counter();
   for (int i = 0; i < 1000; ++i) tiny_kernel<<<1, 1>>>();
   CHECK(cudaDeviceSynchronize());
-  if (toggle) CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  if (toggle) {
+    CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    for (CUpti_ActivityKind kind : kinds) CUPTI(cuptiActivityDisable(kind));
+  }
   const auto start = std::chrono::steady_clock::now();
   for (long i = 0; i < n; ++i) tiny_kernel<<<1, 1>>>();
   CHECK(cudaDeviceSynchronize());

@@ -56,6 +56,21 @@ std::vector<CUpti_ActivityKind> work_kinds(const ActivitySet& activities) {
   return kinds;
 }
 
+// The work kinds a sampled window switches on: those whose records metrics read (kernels,
+// copies, memsets, synchronisations). Not CUPTI's overhead, driver-call or external-correlation
+// records, which only a trace shows: enabled once in a window, work kinds leave launches
+// slower after they are disabled again (a launch-bound PyTorch loop: 1.07-1.10x with windows of
+// kernel records alone, 1.17-1.28x with every work kind; bench/results/overhead.md). A trace
+// window (every kernel, for a trace) switches all of work_kinds.
+std::vector<CUpti_ActivityKind> sampled_work_kinds(const ActivitySet& activities) {
+  std::vector<CUpti_ActivityKind> kinds = work_kinds(activities);
+  std::erase_if(kinds, [](CUpti_ActivityKind kind) {
+    return kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_OVERHEAD ||
+           kind == CUPTI_ACTIVITY_KIND_DRIVER;
+  });
+  return kinds;
+}
+
 // The kinds enabled for the whole session: devices, contexts and the device memory the
 // process obtains and returns (whatever allocator asked: a gauge, so never sampled; these
 // records come with cudaMalloc-like calls only), and the work kinds unless they are sampled.
@@ -195,7 +210,11 @@ void record_nccl_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) n
 
 std::atomic<CuptiSource*> CuptiSource::live_{nullptr};
 
-CuptiSource::CuptiSource(const SessionOptions& options) : options_(options), discard_(discard_requested()) {}
+CuptiSource::CuptiSource(const SessionOptions& options)
+    : options_(options),
+      sampled_window_kinds_(sampled_work_kinds(options.activities)),
+      trace_window_kinds_(work_kinds(options.activities)),
+      discard_(discard_requested()) {}
 
 CuptiSource::~CuptiSource() {
   try {
@@ -268,8 +287,11 @@ void CuptiSource::set_kernel_records(bool on) noexcept {
 
 // Under kernel_mutex_. A failure leaves the kinds as they were: the sampler's next switch
 // tries again, and the window's records are what CUPTI gave.
+// A window a trace asked for (full_requested) switches every work kind, a sampled one those
+// metrics read; off switches what on did.
 void CuptiSource::switch_sampled_kinds(bool on) noexcept {
-  for (CUpti_ActivityKind kind : work_kinds(options_.activities)) {
+  if (on) window_kinds_ = options_.kernel_sampling->full_requested() ? &trace_window_kinds_ : &sampled_window_kinds_;
+  for (CUpti_ActivityKind kind : *window_kinds_) {
     if (on) cuptiActivityEnable(kind);
     else cuptiActivityDisable(kind);
   }

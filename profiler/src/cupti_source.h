@@ -38,11 +38,11 @@ class CuptiSource : public DeviceSource {
   // this a process that launches fewer kernels than fill a buffer would show none of them
   // until it ends.
   void deliver_completed() noexcept override;
-  // Sampled sessions: the kinds that record work (kernels, copies, memsets, synchronisations,
-  // overhead, external correlation) and the picked launch calls are enabled only between
-  // set_kernel_records(true) and (false). CUPTI allows kinds to
-  // be enabled and disabled while the program runs; records already in buffers stay there
-  // and are delivered as usual.
+  // Sampled sessions: the kinds that record work and the picked launch calls are enabled only
+  // between set_kernel_records(true) and (false): in a sampled window those metrics read
+  // (kernels, copies, memsets, synchronisations), in a trace window every work kind. CUPTI
+  // allows kinds to be enabled and disabled while the program runs; records already in
+  // buffers stay there and are delivered as usual.
   void set_kernel_records(bool on) noexcept override;
 
   // NCCL made its first call in this process (detail::on_nccl_in_process): the running
@@ -82,6 +82,10 @@ class CuptiSource : public DeviceSource {
   // Sampled sessions: whether kernel records are on now (under kernel_mutex_).
   std::mutex kernel_mutex_;
   bool kernel_records_on_ = false;
+  // What each kind of window switches (fixed at construction: a switch allocates nothing),
+  // and which of the two the open window switched on.
+  std::vector<CUpti_ActivityKind> sampled_window_kinds_, trace_window_kinds_;
+  const std::vector<CUpti_ActivityKind>* window_kinds_ = &sampled_window_kinds_;
   void switch_sampled_kinds(bool on) noexcept;
   // The one CUPTI subscription a process may hold, for the launch callbacks (or null).
   // Subscribed when the session starts if it counts launches or NCCL has made a call by then,

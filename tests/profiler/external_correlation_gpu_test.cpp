@@ -4,11 +4,13 @@
 #include "test_support.h"
 
 #include <cudascope/profiler/external_correlation.h>
+#include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/session.h>
 
 #include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace cudascope;
@@ -28,12 +30,16 @@ struct Observed {
   }
 };
 
-Observed trace_pushed_ids(const ActivitySet& activities) {
+// With `sampling`, a sampled recording whose sampler has switched its window on first.
+Observed trace_pushed_ids(const ActivitySet& activities, std::shared_ptr<KernelSampling> sampling = nullptr) {
   SessionOptions options;
   options.source = SourceKind::kCupti;
   options.activities = activities;
+  options.kernel_sampling = sampling;
   Session session(options);
   session.start();
+  for (int i = 0; sampling && i < 5000 && !sampling->recording_kernels(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   cuda::Stream stream(0);
   push_external_correlation_id(100);
   cuda::busy_wait(std::chrono::microseconds(20), stream);
@@ -89,4 +95,21 @@ TEST(ExternalCorrelationGpuTest, ASecondSessionRecordsThemAgain) {
     EXPECT_EQ(seen.ids, (std::vector<std::uint64_t>{100, 200, 0})) << "after " << first.to_string() << ": " << seen.detail();
     EXPECT_GE(seen.api_records, 3U) << "after " << first.to_string();
   }
+}
+
+// A metrics-only recording's sampled windows switch on only the kinds its metrics read: the
+// kernels, not CUPTI's external correlation (once enabled, work kinds leave launches slower);
+// a trace window (every kernel, for `cudascope trace --pid`) switches on every kind.
+TEST(ExternalCorrelationGpuTest, SampledWindowsRecordKernelsWithoutExternalIdsAndTraceWindowsWithThem) {
+  CUDASCOPE_REQUIRE_GPU();
+  SamplingPlan whole;  // one window as long as its period: kernel records on from the start
+  whole.window = whole.period = std::chrono::seconds(60);
+  const Observed sampled = trace_pushed_ids(ActivitySet::defaults(), std::make_shared<KernelSampling>(whole));
+  EXPECT_EQ(sampled.ids, (std::vector<std::uint64_t>{0, 0, 0})) << sampled.detail();
+  EXPECT_EQ(sampled.external_records, 0U);
+  auto traced = std::make_shared<KernelSampling>(whole);
+  traced->request_full(true);
+  const Observed full = trace_pushed_ids(ActivitySet::defaults(), traced);
+  EXPECT_EQ(full.ids, (std::vector<std::uint64_t>{100, 200, 0})) << full.detail();
+  traced->request_full(false);
 }
