@@ -5,26 +5,22 @@
 // data-parallel pairs {0,2},{1,3}, where the pairs {2,3} run one collective more (a broadcast of
 // their batch) each step: pairing by order then joins rank 0's data-parallel all-reduce with
 // rank 2's tensor-parallel one.
+#include "nccl_rank_traces.h"
+
 #include <cudascope/analysis/collective_pairing.h>
 #include <cudascope/analysis/rank_merge.h>
 #include <cudascope/analysis/trace_loader.h>
-#include <cudascope/exporters/chrome_trace_writer.h>
-#include <cudascope/profiler/record.h>
 
 #include <gtest/gtest.h>
-
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 
 using namespace cudascope::analysis;
+using namespace cudascope::analysis::testing;
 
 namespace {
 
@@ -260,149 +256,17 @@ TEST(CollectivePairingTest, TracesWithoutGroupsArePairedByOrderAndSaySo) {
 
 // --- cudascope's own traces: the NCCL communicator of each call ---
 
-// The NCCL communicators of the job (NCCL's commHash; one above INT64_MAX).
-std::uint64_t tp_communicator(int rank) { return rank < 2 ? 0x1a2b3c4d5e6f7081 : 0xf00dfacecafe0123; }
-std::uint64_t dp_communicator(int rank) { return rank % 2 == 0 ? 0x2222333344445555 : 0x6666777788889999; }
-std::string hex(std::uint64_t hash) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(hash));
-  return text;
-}
-
-// How NCCL launched the kernel: from 2.22 on with the driver's cuLaunchKernelEx, which
-// cudascope records inside NCCL's ranges (no flow: the kernel's correlation id names it);
-// before, with the runtime's cudaLaunchKernelExC (an ac2g flow); or, in a group
-// (ncclGroupStart/End), from ncclGroupEnd, outside the range of the call.
-enum class Launch { driver, runtime, outside_range };
-
-// A rank's trace as cudascope writes it: the profiler's records (nccl_nvtx.h) through the trace
-// writer. Each NCCL call is an NVTX range in the domain "NCCL" whose payload is the
-// communicator's hash (none before NCCL 2.25), the launch inside it, and the kernel on the device.
-class CudascopeRank {
- public:
-  explicit CudascopeRank(int rank, bool name_communicators = true) : rank_(rank), name_communicators_(name_communicators) {}
-
-  // `op` numbers the operation the same on every rank that runs it; the kernel lasts 10 + op us,
-  // so a pair's parts show whether they are one operation.
-  void collective(std::uint64_t communicator, const std::string& collective, int op, Launch launch = Launch::driver) {
-    const std::uint32_t correlation = next_correlation_++;
-    nvtx_push("nccl" + collective, communicator, now_ns_);
-    if (launch != Launch::outside_range) launch_call(launch, correlation, now_ns_ + 1000);
-    nvtx_pop(now_ns_ + 5000);
-    if (launch == Launch::outside_range) launch_call(Launch::driver, correlation, now_ns_ + 6000);
-    kernel("ncclDevKernel_" + collective + "_RING_LL", correlation, now_ns_ + 10000, 10 + op);
-    now_ns_ += 100000;
-  }
-
-  std::vector<CommunicatorCollectives> communicators() const {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("nccl_rank_" + std::to_string(getpid()) + "_" + std::to_string(rank_) + ".json"))
-                                 .string();
-    {
-      auto sink = cudascope::exporters::open_chrome_trace(path);
-      cudascope::profiler::TraceInfo info;
-      info.process_id = 4000 + rank_;
-      info.start_ns = 1000000;
-      info.activities = "kernel,nvtx,launch";
-      info.source = "cupti";
-      info.rank = rank_;
-      info.world_size = 4;
-      sink->begin(info);
-      sink->write(records_.data(), records_.size());
-      sink->end({});
-    }
-    auto loaded = load_trace(path);
-    std::filesystem::remove(path);
-    EXPECT_TRUE(loaded.ok()) << loaded.error;
-    return loaded.ok() ? collectives_by_communicator(*loaded.model) : std::vector<CommunicatorCollectives>{};
-  }
-
-  RankSummary summary() const { return four_rank_summary(rank_, "trace_", communicators()); }
-
- private:
-  static constexpr char kNcclDomain[] = "NCCL";  // a domain's record holds its interned name
-  using Record = cudascope::profiler::Record;
-  using RecordKind = cudascope::profiler::RecordKind;
-
-  std::uint32_t thread() const { return 7000 + static_cast<std::uint32_t>(rank_); }
-
-  void nvtx_push(const std::string& name, std::uint64_t communicator, std::uint64_t at) {
-    Record r = cudascope::profiler::make_record(RecordKind::kNvtxPush);
-    r.thread_id = thread();
-    r.stream = reinterpret_cast<std::intptr_t>(kNcclDomain);
-    r.start_ns = r.end_ns = at;
-    r.text_size = static_cast<std::uint16_t>(name.size());
-    std::memcpy(r.u.nvtx.text, name.data(), std::min(name.size(), sizeof r.u.nvtx.text));
-    if (name_communicators_) {
-      r.u.nvtx.payload_kind = cudascope::profiler::NvtxPayloadKind::kUint64;
-      r.u.nvtx.payload = communicator;
-    }
-    records_.push_back(r);
-  }
-
-  void nvtx_pop(std::uint64_t at) {
-    Record r = cudascope::profiler::make_record(RecordKind::kNvtxPop);
-    r.thread_id = thread();
-    r.stream = reinterpret_cast<std::intptr_t>(kNcclDomain);
-    r.start_ns = r.end_ns = at;
-    records_.push_back(r);
-  }
-
-  void launch_call(Launch launch, std::uint32_t correlation, std::uint64_t at) {
-    const bool runtime = launch == Launch::runtime;
-    Record r = cudascope::profiler::make_record(runtime ? RecordKind::kRuntimeApi : RecordKind::kDriverApi);
-    r.thread_id = thread();
-    r.correlation_id = correlation;
-    r.start_ns = at;
-    r.end_ns = at + 2000;
-    r.u.api = {runtime ? "cudaLaunchKernelExC" : "cuLaunchKernelEx", runtime ? 430u : 652u, 0, 0};
-    records_.push_back(r);
-  }
-
-  void kernel(const std::string& name, std::uint32_t correlation, std::uint64_t at, int duration_us) {
-    names_.push_back(std::make_unique<std::string>(name));  // a record points at its kernel's name
-    Record r = cudascope::profiler::make_device_record(RecordKind::kKernel, rank_, 13, at,
-                                                       at + static_cast<std::uint64_t>(duration_us) * 1000, correlation);
-    r.u.kernel = {names_.back()->c_str(), {1, 1, 1}, {64, 1, 1}, 32, 0, 0, 0};
-    records_.push_back(r);
-  }
-
-  int rank_;
-  bool name_communicators_;
-  std::uint32_t next_correlation_ = 500;
-  std::uint64_t now_ns_ = 2000000;
-  std::vector<Record> records_;
-  std::vector<std::unique_ptr<std::string>> names_;
-};
-
-// The job of tp_dp_job() as cudascope records it: two steps of (pairs {2,3} only) a broadcast on
-// the tensor-parallel communicator, two all-reduces on it, one on the data-parallel one. The
-// second tensor-parallel all-reduce of rank 1 is launched as NCCL before 2.22 did.
-std::vector<CudascopeRank> nccl_job(bool name_communicators = true) {
-  std::vector<CudascopeRank> ranks;
-  for (int r = 0; r < 4; ++r) {
-    CudascopeRank rank(r, name_communicators);
-    for (int step = 0; step < 2; ++step) {
-      const int op = step * 10;
-      if (r >= 2) rank.collective(tp_communicator(r), "Broadcast", op + 1);
-      rank.collective(tp_communicator(r), "AllReduce", op + 2);
-      rank.collective(tp_communicator(r), "AllReduce", op + 3, r == 1 ? Launch::runtime : Launch::driver);
-      rank.collective(dp_communicator(r), "AllReduce", op + 4);
-    }
-    ranks.push_back(std::move(rank));
-  }
-  return ranks;
-}
-
 std::vector<std::vector<CommunicatorCollectives>> collectives_of(const std::vector<CudascopeRank>& ranks) {
   std::vector<std::vector<CommunicatorCollectives>> out;
   for (const CudascopeRank& r : ranks) out.push_back(r.communicators());
   return out;
 }
 
+RankSummary summary_of(const CudascopeRank& r) { return four_rank_summary(r.rank(), "trace_", r.communicators()); }
+
 std::vector<RankSummary> summaries_of(const std::vector<CudascopeRank>& ranks) {
   std::vector<RankSummary> out;
-  for (const CudascopeRank& r : ranks) out.push_back(r.summary());
+  for (const CudascopeRank& r : ranks) out.push_back(summary_of(r));
   return out;
 }
 
@@ -474,7 +338,7 @@ TEST(NcclCommunicatorPairingTest, StatsTableSaysTheNcclCommunicatorRulePairedThe
 }
 
 TEST(NcclCommunicatorPairingTest, SummariesKeepThatACommunicatorIsNccls) {
-  const RankSummary s = nccl_job()[0].summary();
+  const RankSummary s = summary_of(nccl_job()[0]);
   const auto read = parse_rank_summary(rank_summary_json(s), "summary");
   ASSERT_TRUE(read.ok()) << read.error;
   ASSERT_EQ(read.summary.communicators.size(), s.communicators.size());
@@ -484,9 +348,116 @@ TEST(NcclCommunicatorPairingTest, SummariesKeepThatACommunicatorIsNccls) {
   }
   std::vector<RankSummary> summaries;
   for (const CudascopeRank& r : nccl_job()) {
-    summaries.push_back(parse_rank_summary(rank_summary_json(r.summary()), "summary").summary);
+    summaries.push_back(parse_rank_summary(rank_summary_json(summary_of(r)), "summary").summary);
   }
   EXPECT_EQ(merge_rank_summaries(summaries).collective_pairing, CollectivePairing::nccl_communicator_and_order);
+}
+
+// A rank's NCCL kernels (cat "kernel"), in start order: events of the model the rank was read into.
+std::vector<std::uint32_t> nccl_kernels(const TraceModel& model) {
+  std::vector<std::uint32_t> kernels;
+  for (std::size_t i = 0; i < model.event_count(); ++i)
+    if (model.cat(model.event(i)) == "kernel" && model.name(model.event(i)).starts_with("ncclDevKernel"))
+      kernels.push_back(static_cast<std::uint32_t>(i));
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return model.event(a).ts_ns < model.event(b).ts_ns; });
+  return kernels;
+}
+
+// What the viewer shows of a selected kernel: its communicator, its place on it, who shares it.
+TEST(NcclCommunicatorPairingTest, AKernelsKeyNamesItsCommunicatorItsPlaceThereAndTheRanksSharingIt) {
+  const std::vector<CudascopeRank> job = nccl_job();
+  std::vector<TraceLoadResult> models;
+  std::vector<RankCollectives> ranks;
+  for (const CudascopeRank& r : job) {
+    models.push_back(r.load());
+    ASSERT_TRUE(models.back().ok());
+    ranks.push_back(collectives_by_communicator(*models.back().model));
+  }
+  const auto rule = CollectivePairing::nccl_communicator_and_order;
+  // Rank 2's sixth kernel is its second step's first all-reduce: its tensor-parallel
+  // communicator's fifth collective (after a broadcast and two all-reduces, then a broadcast).
+  const std::vector<std::uint32_t> rank2 = nccl_kernels(*models[2].model);
+  ASSERT_EQ(rank2.size(), 8u);
+  const auto tp = collective_key(ranks, 2, rank2[5], rule);
+  ASSERT_TRUE(tp.has_value());
+  EXPECT_EQ(tp->communicator, "0xf00dfacecafe0123");
+  EXPECT_EQ(tp->position, 4u);
+  EXPECT_EQ(tp->count, 6u);
+  EXPECT_EQ(tp->key, 4);
+  EXPECT_EQ(tp->ranks, (std::vector<std::size_t>{2, 3}));
+  // Rank 0's sixth is its second data-parallel all-reduce, shared with rank 2.
+  const auto dp = collective_key(ranks, 0, nccl_kernels(*models[0].model)[5], rule);
+  ASSERT_TRUE(dp.has_value());
+  EXPECT_EQ(dp->communicator, hex(dp_communicator(0)));
+  EXPECT_EQ(dp->position, 1u);
+  EXPECT_EQ(dp->count, 2u);
+  EXPECT_EQ(dp->ranks, (std::vector<std::size_t>{0, 2}));
+
+  // The key is the one pair_collectives() joins the ranks' parts by: rank 3's part of that
+  // operation is its own sixth kernel.
+  const auto rank3 = collective_key(ranks, 3, nccl_kernels(*models[3].model)[5], rule);
+  ASSERT_TRUE(rank3.has_value());
+  EXPECT_EQ(rank3->communicator, tp->communicator);
+  EXPECT_EQ(rank3->key, tp->key);
+  // By order, the same kernel is its rank's sixth collective of eight, shared by every rank.
+  const auto by_order = collective_key(ranks, 2, rank2[5], CollectivePairing::order);
+  ASSERT_TRUE(by_order.has_value());
+  EXPECT_EQ(by_order->communicator, "");
+  EXPECT_EQ(by_order->key, 5);
+  EXPECT_EQ(by_order->count, 8u);
+  EXPECT_EQ(by_order->ranks, (std::vector<std::size_t>{0, 1, 2, 3}));
+  // Not a collective's kernel, or another rank's: none.
+  EXPECT_FALSE(collective_key(ranks, 2, rank2[5] == 0 ? 1 : 0, rule).has_value());
+  EXPECT_FALSE(collective_key(ranks, 4, rank2[5], rule).has_value());
+}
+
+// A kernel launched outside its NCCL range names no communicator: under the communicator
+// rule it has no key (it is left unpaired); by order it still has one.
+TEST(NcclCommunicatorPairingTest, AKernelOfNoCommunicatorHasNoKeyUnderTheCommunicatorRule) {
+  CudascopeRank rank(0);
+  rank.collective(dp_communicator(0), "AllReduce", 1);
+  rank.collective(dp_communicator(0), "AllReduce", 2, Launch::outside_range);
+  const TraceLoadResult loaded = rank.load();
+  ASSERT_TRUE(loaded.ok());
+  const std::vector<RankCollectives> ranks{collectives_by_communicator(*loaded.model)};
+  const std::vector<std::uint32_t> kernels = nccl_kernels(*loaded.model);
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_TRUE(collective_key(ranks, 0, kernels[0], CollectivePairing::nccl_communicator_and_order).has_value());
+  EXPECT_FALSE(collective_key(ranks, 0, kernels[1], CollectivePairing::nccl_communicator_and_order).has_value());
+  EXPECT_EQ(collective_key(ranks, 0, kernels[1], CollectivePairing::order)->key, 1);
+}
+
+// Several ranks' traces in one model (as the viewer merges them; each rank's pids its own):
+// every rank numbers its launches' correlation ids from the same start, so a kernel must be
+// matched with a launch of its own rank, or it takes another rank's communicator.
+TEST(NcclCommunicatorPairingTest, RanksInOneModelEachFindTheirOwnCommunicators) {
+  const std::vector<CudascopeRank> job = nccl_job();
+  nlohmann::json merged = {{"traceEvents", nlohmann::json::array()}};
+  std::vector<RankCollectives> separately(4);
+  for (int r : {0, 2, 3}) {  // rank 1's runtime launches carry flow ids, which repeat too
+    const nlohmann::json trace = nlohmann::json::parse(job[std::size_t(r)].json());
+    for (const auto& e : trace["traceEvents"]) merged["traceEvents"].push_back(e);
+    separately[std::size_t(r)] = job[std::size_t(r)].communicators();
+  }
+  const TraceLoadResult loaded = load_trace_text(merged.dump(), "ranks 0 2 3");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const TraceModel& model = *loaded.model;
+  std::vector<int> process_rank;  // a GPU's device is its rank; the host's pid is 4000 + rank
+  for (const TraceModel::Process& p : model.processes()) process_rank.push_back(p.device >= 0 ? p.device : int(p.pid) - 4000);
+  const std::vector<RankCollectives> by_rank = collectives_by_rank(model, process_rank, 4);
+  ASSERT_EQ(by_rank.size(), 4u);
+  EXPECT_TRUE(by_rank[1].empty());
+  for (int r : {0, 2, 3}) {
+    const RankCollectives& got = by_rank[std::size_t(r)];
+    const RankCollectives& want = separately[std::size_t(r)];
+    ASSERT_EQ(got.size(), want.size()) << "rank " << r;
+    for (std::size_t c = 0; c < got.size(); ++c) {
+      EXPECT_EQ(got[c].name, want[c].name) << "rank " << r;
+      EXPECT_EQ(got[c].start_ns, want[c].start_ns) << "rank " << r << " " << got[c].name;
+      for (std::uint32_t kernel : got[c].kernel) EXPECT_EQ(process_rank[model.tracks()[model.event(kernel).track].process], r);
+    }
+  }
 }
 
 // A kernel launched outside its call's range (by ncclGroupEnd, for calls in a group) names no

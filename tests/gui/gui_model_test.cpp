@@ -1,5 +1,6 @@
 // The Qt models, headless (QT_QPA_PLATFORM=offscreen is not even needed: QtCore only),
 // each under QAbstractItemModelTester, with their figures checked against Python's.
+#include "nccl_rank_traces.h"
 #include "snapshot_test_support.h"
 #include "stack_frames_fixture.h"
 
@@ -622,7 +623,7 @@ TEST(GuiModelTest, RankClocksAlignOnCollectivesPairedByGroupAndSequence) {
   EventDetailsModel details;
   tester(&details);
   details.setEvent(&doc, kernel);
-  EXPECT_EQ(details.value("Paired across ranks by"), "communicator and sequence number (group 1, Seq 1)");
+  EXPECT_EQ(details.value("Paired across ranks by"), "communicator and sequence number (group 1, Seq 1; ranks 0, 1)");
 
   // By order, rank 2's first kernel (its pair's broadcast) would meet rank 0's first all-reduce.
   auto rank0 = analysis::load_trace_text(tp_dp_rank_trace(0, shifts[0]), "rank 0");
@@ -632,6 +633,51 @@ TEST(GuiModelTest, RankClocksAlignOnCollectivesPairedByGroupAndSequence) {
                                                            analysis::collectives_by_communicator(*rank2.model),
                                                            analysis::CollectivePairing::order);
   EXPECT_NE(order.offset_ns, -shifts[2]) << "order pairing gets rank 2's clock wrong";
+}
+
+// cudascope's own traces of four ranks (analysis/nccl_rank_traces.h: tensor-parallel pairs
+// {0,1},{2,3}, data-parallel {0,2},{1,3}, each pair an NCCL communicator), merged: a kernel's
+// details name its communicator, its place on it and the ranks sharing it. Every rank numbers
+// its launches' correlation ids alike, so in the merged timeline a kernel is found only among
+// its own rank's launches.
+TEST(GuiModelTest, AnNcclKernelsDetailsNameItsCommunicatorAndItsPlaceOnIt) {
+  QTemporaryDir dir;
+  QStringList paths;
+  for (const auto& rank : analysis::testing::nccl_job()) {
+    paths << dir.filePath(QStringLiteral("r_%1.json").arg(rank.rank()));
+    rank.write(paths.back().toStdString());
+  }
+  auto opened = open_together(paths);
+  ASSERT_TRUE(opened.errors.isEmpty()) << opened.errors.join("; ").toStdString();
+  ASSERT_EQ(opened.docs.size(), 1u);
+  TraceDocument& doc = *opened.docs.front();
+  ASSERT_EQ(doc.rankGroups().size(), 4u);
+  EXPECT_EQ(doc.rankGroups()[0].pairing, analysis::CollectivePairing::nccl_communicator_and_order);
+
+  // Each rank's NCCL kernels in start order.
+  const auto& m = doc.model();
+  std::vector<std::vector<quint32>> kernels(4);
+  for (quint32 i = 0; i < m.event_count(); ++i)
+    if (m.cat(m.event(i)) == "kernel" && m.name(m.event(i)).starts_with("ncclDevKernel")) kernels[size_t(doc.rankGroupOfEvent(i))].push_back(i);
+  for (auto& k : kernels) std::sort(k.begin(), k.end(), [&](quint32 a, quint32 b) { return m.event(a).ts_ns < m.event(b).ts_ns; });
+  ASSERT_EQ(kernels[2].size(), 8u);
+
+  EventDetailsModel details;
+  tester(&details);
+  // Rank 2's sixth kernel: after a broadcast and two all-reduces on its tensor-parallel
+  // communicator, its data-parallel all-reduce and another broadcast.
+  details.setEvent(&doc, kernels[2][5]);
+  EXPECT_EQ(details.value("Paired across ranks by").toStdString(),
+            "NCCL communicator and order (communicator 0xf00dfacecafe0123, collective 5 of 6 on it; ranks 2, 3)");
+  details.setEvent(&doc, kernels[0][5]);
+  EXPECT_EQ(details.value("Paired across ranks by").toStdString(),
+            "NCCL communicator and order (communicator 0x2222333344445555, collective 2 of 2 on it; ranks 0, 2)");
+  details.setEvent(&doc, kernels[1][0]);
+  EXPECT_EQ(details.value("Paired across ranks by").toStdString(),
+            "NCCL communicator and order (communicator 0x1a2b3c4d5e6f7081, collective 1 of 4 on it; ranks 0, 1)");
+  const quint32 range = kernels[1][0] == 0 ? 1 : 0;  // not a kernel: no pairing row
+  details.setEvent(&doc, range);
+  EXPECT_EQ(details.value("Paired across ranks by").toStdString(), "");
 }
 
 TEST(GuiModelTest, RankTracesOfOneHostShareOneClock) {

@@ -1,8 +1,9 @@
 # Qt parts: the models headless, and the real window under Xvfb (label gui).
 find_package(ZLIB REQUIRED)  # the model test writes gzip traces
+# (and, with the exporters' trace writer, cudascope's own rank traces: nccl_rank_traces.h)
 cudascope_add_test(NAME gui_model_test
   SOURCES gui_model_test.cpp
-  LIBS cudascope::gui_model Qt6::Test nlohmann_json::nlohmann_json ZLIB::ZLIB
+  LIBS cudascope::gui_model cudascope::exporters Qt6::Test nlohmann_json::nlohmann_json ZLIB::ZLIB
   LABELS unit
   ENV QT_QPA_PLATFORM=offscreen)
 target_compile_definitions(gui_model_test PRIVATE CUDASCOPE_TEST_DATA="${_data}")

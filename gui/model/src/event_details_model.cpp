@@ -30,19 +30,46 @@ QString json_text(const QJsonValue& v) {
 
 QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
+// The ranks (as numbered in their traces) that share a collective's communicator: "2, 3"; a long
+// list ends with how many there are.
+QString shared_by(const analysis::CollectiveKey& key, const std::vector<RankGroup>& groups) {
+  constexpr std::size_t kListed = 8;
+  QStringList ranks;
+  for (std::size_t i = 0; i < key.ranks.size() && i < kListed; ++i) ranks << QString::number(groups[key.ranks[i]].rank);
+  if (key.ranks.size() > kListed) ranks << QStringLiteral("... (%1 ranks)").arg(key.ranks.size());
+  return ranks.join(QStringLiteral(", "));
+}
+
+// Where a collective sits, as the rule pairs it: "communicator 0x5c1f..., collective 17 of 40 on it;
+// ranks 0, 2" (numbered from 1 here; the analysis's key counts from 0).
+QString key_text(const analysis::CollectiveKey& key, analysis::CollectivePairing rule, const std::vector<RankGroup>& groups) {
+  using Rule = analysis::CollectivePairing;
+  const QString name = QString::fromStdString(key.communicator);
+  const QString place = QStringLiteral("collective %1 of %2").arg(key.position + 1).arg(key.count);
+  switch (rule) {
+    case Rule::communicator_and_sequence:
+      return QStringLiteral("group %1, Seq %2; ranks %3").arg(name, QString::number(key.key), shared_by(key, groups));
+    case Rule::communicator_and_order: return QStringLiteral("group %1, %2 on it; ranks %3").arg(name, place, shared_by(key, groups));
+    case Rule::nccl_communicator_and_order:
+      return QStringLiteral("communicator %1, %2 on it; ranks %3").arg(name, place, shared_by(key, groups));
+    case Rule::order: return place + QStringLiteral(" of its rank");
+  }
+  return {};
+}
+
 // For a communication kernel of a rank timeline: the rule that pairs its collective with the
-// other ranks' (the same for every rank), and its key where the kernel names it.
-QString pairing_of(const TraceDocument& doc, const analysis::TraceModel::Event& e, const QJsonObject& args) {
-  const auto& ranks = doc.rankGroups();
-  if (ranks.empty() || !analysis::is_communication_kernel_event(doc.model(), e)) return {};
-  const analysis::CollectivePairing rule = ranks.front().pairing;
-  QString text = QString::fromLatin1(analysis::to_string(rule));
-  const QString group = json_text(args.value("Process Group Name"));
-  if (rule == analysis::CollectivePairing::communicator_and_sequence && args.contains("Seq"))
-    text += QStringLiteral(" (group %1, Seq %2)").arg(group, json_text(args.value("Seq")));
-  else if (rule == analysis::CollectivePairing::communicator_and_order && !group.isEmpty())
-    text += QStringLiteral(" (group %1)").arg(group);
-  return text;
+// other ranks' (the same for every rank) and the collective's key under it, as the analysis
+// pairs it (collective_key over the merged timeline's collectives).
+QString pairing_of(TraceDocument& doc, quint32 event) {
+  const auto& groups = doc.rankGroups();
+  if (groups.empty() || !analysis::is_communication_kernel_event(doc.model(), doc.model().event(event))) return {};
+  const analysis::CollectivePairing rule = groups.front().pairing;
+  const QString text = QString::fromLatin1(analysis::to_string(rule));
+  const int rank = doc.rankGroupOfEvent(event);
+  const auto key = rank < 0 ? std::nullopt : analysis::collective_key(doc.rankCollectives(), std::size_t(rank), event, rule);
+  if (!key && rule == analysis::CollectivePairing::order) return text;
+  if (!key) return text + QStringLiteral(" (left unpaired: its trace names no communicator for it)");
+  return text + QStringLiteral(" (%1)").arg(key_text(*key, rule, groups));
 }
 
 }  // namespace
@@ -76,7 +103,7 @@ void EventDetailsModel::setEvent(TraceDocument* doc, quint32 event) {
     else if (e.is_slice()) rows_.push_back({"Duration", "never closed"});
     rows_.push_back({"Depth", QString::number(e.depth)});
     const QJsonObject args = QJsonDocument::fromJson(QByteArray::fromStdString(std::string(m.args_json(e)))).object();
-    if (const QString pairing = pairing_of(*doc, e, args); !pairing.isEmpty()) rows_.push_back({"Paired across ranks by", pairing});
+    if (const QString pairing = pairing_of(*doc, event_); !pairing.isEmpty()) rows_.push_back({"Paired across ranks by", pairing});
     // What a CUDA user looks for first, under the names people use.
     const std::pair<const char*, const char*> first[] = {{"correlation", "Correlation"}, {"grid", "Grid"}, {"block", "Block"},
                                                          {"bytes", "Bytes"}, {"stream", "Stream"}, {"device", "Device"}};

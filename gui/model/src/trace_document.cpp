@@ -283,11 +283,23 @@ QString TraceDocument::shortName(std::uint32_t name) const {
   return QString::fromStdString(analysis::shorten_cpp_name(model().string(name)));
 }
 
+int TraceDocument::rankGroupOfProcess(std::uint32_t process) const {
+  return process < loaded_->process_rank.size() ? loaded_->process_rank[process] : -1;
+}
+
 int TraceDocument::rankGroupOfRow(quint32 row) const {
   const auto& rows = index().rows();
-  if (!isRankTimeline() || row >= rows.size()) return -1;
-  const std::uint32_t p = rows[row].process;
-  return p < loaded_->process_rank.size() ? loaded_->process_rank[p] : -1;
+  return row < rows.size() ? rankGroupOfProcess(rows[row].process) : -1;
+}
+
+int TraceDocument::rankGroupOfEvent(quint32 event) const {
+  return event < model().event_count() ? rankGroupOfProcess(model().tracks()[model().event(event).track].process) : -1;
+}
+
+const std::vector<analysis::RankCollectives>& TraceDocument::rankCollectives() {
+  if (!loaded_->collectives)
+    loaded_->collectives = analysis::collectives_by_rank(model(), loaded_->process_rank, loaded_->ranks.size());
+  return *loaded_->collectives;
 }
 
 const analysis::TimelineSearch& TraceDocument::search() {
@@ -335,6 +347,7 @@ long long TraceDocument::pollOnce() {
     loaded_->cut_short = false;  // it grew: it was being written after all
     loaded_->index.update(follower->model());
     loaded_->search.reset();
+    loaded_->collectives.reset();
     emit grew(added);
   } else if (was_following && !following()) {
     emit grew(0);  // closed without new events: following ended all the same

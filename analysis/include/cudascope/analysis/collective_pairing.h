@@ -17,6 +17,7 @@
 #include <cudascope/analysis/trace_model.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct CommunicatorCollectives {
   bool nccl_communicator = false;  // named by NCCL's communicator hash, not by a process group
   std::vector<std::int64_t> seq;  // per collective: "Seq" (-1 when absent)
   std::vector<std::int64_t> start_ns, end_ns;
+  std::vector<std::uint32_t> kernel;  // per collective: its kernel's event in the model it was found in
+                                      // (empty in a summary read back: collective_key() then finds none)
 };
 
 // One rank's collectives, by communicator.
@@ -46,6 +49,14 @@ using RankCollectives = std::vector<CommunicatorCollectives>;
 // with the driver API, whose calls cudascope records for NCCL without a flow). Kernels of
 // neither form one communicator named "".
 std::vector<CommunicatorCollectives> collectives_by_communicator(const TraceModel& model);
+
+// The same for a model holding several ranks' traces (the viewer's merged timeline): the
+// collectives of each of `ranks` ranks, process p of the model belonging to rank
+// process_rank[p] (an index into the result; -1 or past the end: to none, left out). A
+// kernel's record_param_comms op or NCCL range is looked for among its own rank's slices only,
+// as correlation and External ids repeat across ranks.
+std::vector<RankCollectives> collectives_by_rank(const TraceModel& model, const std::vector<int>& process_rank,
+                                                 std::size_t ranks);
 
 enum class CollectivePairing { communicator_and_sequence, communicator_and_order, nccl_communicator_and_order, order };
 // "communicator and sequence number", "communicator and order", "NCCL communicator and order",
@@ -79,5 +90,20 @@ struct PairedCollective {
 // communicator rules, the communicator named "" is left out.
 std::vector<PairedCollective> pair_collectives(const std::vector<const RankCollectives*>& ranks, CollectivePairing rule);
 std::vector<PairedCollective> pair_collectives(const std::vector<RankCollectives>& ranks, CollectivePairing rule);
+
+// One communication kernel's collective as pair_collectives() pairs it: the key its parts on
+// the other ranks share, its place on its rank, and the ranks that ran collectives there.
+struct CollectiveKey {
+  std::string communicator;        // PairedCollective::communicator ("" under order pairing)
+  std::int64_t key = 0;            // PairedCollective::key
+  std::size_t position = 0;        // its index among its rank's collectives on the communicator (under
+  std::size_t count = 0;           //   order: all of them), in start order; and how many there are
+  std::vector<std::size_t> ranks;  // the ranks with collectives on the communicator (order: with any)
+};
+// The key of the collective of ranks[rank] whose kernel is event `kernel` of the model that
+// rank's collectives were found in (CommunicatorCollectives::kernel); none for another event,
+// and under the communicator rules for a kernel of no named communicator (left unpaired).
+std::optional<CollectiveKey> collective_key(const std::vector<RankCollectives>& ranks, std::size_t rank,
+                                            std::uint32_t kernel, CollectivePairing rule);
 
 }  // namespace cudascope::analysis

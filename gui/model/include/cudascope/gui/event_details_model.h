@@ -1,8 +1,10 @@
 #pragma once
 // The details of one selected trace event as (field, value) rows: name, category, row,
 // start and duration, for a communication kernel of a rank timeline how its collective is
-// paired across ranks ("communicator and sequence number (group 3, Seq 2)"), then what a CUDA
-// user looks for first - correlation id, grid, block,
+// paired across ranks and its key under that rule, with the ranks sharing its communicator
+// ("communicator and sequence number (group 3, Seq 2; ranks 0, 2)", "NCCL communicator and
+// order (communicator 0x5c1f..., collective 17 of 40 on it; ranks 0, 2)": the analysis's
+// collective_key), then what a CUDA user looks for first - correlation id, grid, block,
 // bytes, stream, device - then every other arg, and one row per flow arrow (launch <->
 // kernel) whose Qt::UserRole is the event at its other end (to jump there).
 

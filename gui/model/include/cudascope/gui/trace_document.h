@@ -32,6 +32,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QTimer;
@@ -56,6 +57,8 @@ struct LoadedTrace {
   double quiet_seconds = 0;  // how long the file had not changed when it was read
   analysis::TimelineIndex index;
   std::unique_ptr<analysis::TimelineSearch> search;
+  // A rank timeline: each rank's collectives found in `merged`, by rank (built on first use).
+  std::optional<std::vector<analysis::RankCollectives>> collectives;
   double load_seconds = 0, index_seconds = 0;
   const analysis::TraceModel& trace() const { return follower ? follower->model() : *merged; }
 };
@@ -112,6 +115,13 @@ class TraceDocument : public QObject {
   const std::vector<RankGroup>& rankGroups() const { return loaded_->ranks; }
   bool isRankTimeline() const { return !loaded_->ranks.empty(); }
   int rankGroupOfRow(quint32 row) const;
+  // The rank group of an event's process (-1: of no rank, and every event of a single trace).
+  int rankGroupOfEvent(quint32 event) const;
+  // A rank timeline: each rank group's collectives as the analysis finds them in the merged
+  // model (analysis::collectives_by_rank: each rank's kernels matched with its own launches),
+  // for the details of a collective's kernel (analysis::collective_key). Built on first use
+  // (one pass over the model) after loading or a follow step's merge; empty for a single trace.
+  const std::vector<analysis::RankCollectives>& rankCollectives();
   const analysis::TraceModel& model() const { return loaded_->trace(); }
   // An interned name as the timeline labels it: C++ names shortened as Nsight shows them
   // (analysis/cpp_names.h). Not cached: callers that draw often cache it.
@@ -162,6 +172,7 @@ class TraceDocument : public QObject {
   long long takeStep(RankFollowStep step, bool apply);
   long long applyRebuilt(std::unique_ptr<LoadedTrace> merged, long long added);
   void noteUnfinished();  // unfinished_ from the rank sources (when not out in a step)
+  int rankGroupOfProcess(std::uint32_t process) const;  // -1: none (a single trace has no process_rank)
 
   QString path_;
   std::unique_ptr<LoadedTrace> loaded_;
