@@ -1,10 +1,36 @@
-// cudascope-viewer [FILE...] [--compare FILE2]: the desktop viewer for allocator snapshots
-// and traces (each trace in its own tab; a trace still being written is followed; traces of
-// several ranks, given together, as one timeline with a group per rank: rank_timeline.h).
+// cudascope-viewer [FILE...] [--compare FILE2] [--screenshot FILE.png [--select TEXT [--match N]]]:
+// the desktop viewer for allocator snapshots and traces (each trace in its own tab; a trace
+// still being written is followed; traces of several ranks, given together, as one timeline
+// with a group per rank: rank_timeline.h); --screenshot saves the window once the files are
+// shown and quits (screenshot_run.h).
 #include "main_window.h"
+#include "screenshot_run.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace {
+
+// --screenshot: a run that saves the window once the files are shown, and the application's
+// end with its outcome.
+void screenshot_then_quit(cudascope::gui::MainWindow& window, cudascope::gui::ScreenshotOptions options) {
+  qputenv("CUDASCOPE_VIEWER_NO_DIALOGS", "1");  // an error must end the run, not wait on a dialog
+  auto* run = new cudascope::gui::ScreenshotRun(&window, std::move(options));
+  // Queued: a file that cannot be opened fails before the event loop runs.
+  QObject::connect(
+      run, &cudascope::gui::ScreenshotRun::finished, qApp,
+      [](int code, const QString& message) {
+        if (code == 0) std::printf("screenshot: %s\n", qUtf8Printable(message));
+        else std::fprintf(stderr, "cudascope-viewer: %s\n", qUtf8Printable(message));
+        QCoreApplication::exit(code);
+      },
+      Qt::QueuedConnection);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -18,11 +44,27 @@ int main(int argc, char** argv) {
   parser.addPositionalArgument("FILE", "snapshots or traces to open (each trace in a tab)", "[FILE...]");
   QCommandLineOption compare("compare", "a second snapshot to compare against the (snapshot) FILE", "FILE2");
   parser.addOption(compare);
+  QCommandLineOption screenshot("screenshot",
+                                "once the files are shown, save the window as a PNG and quit (exit 1 if a file cannot be "
+                                "opened or --select finds nothing); without a display, run under xvfb-run",
+                                "FILE.png");
+  QCommandLineOption select("select",
+                            "with --screenshot: select the first event in time whose name contains TEXT, as the search box "
+                            "does (zoomed to, its details shown)",
+                            "TEXT");
+  QCommandLineOption match("match", "with --select: the N-th such event instead of the first", "N", "1");
+  parser.addOptions({screenshot, select, match});
   parser.process(app);
+  const QStringList files = parser.positionalArguments();
+  if (parser.isSet(screenshot) && files.isEmpty()) {
+    std::fprintf(stderr, "cudascope-viewer: --screenshot needs files to show\n");
+    return 2;
+  }
 
   cudascope::gui::MainWindow window;
+  if (parser.isSet(screenshot))
+    screenshot_then_quit(window, {parser.value(screenshot), parser.value(select), std::max(1, parser.value(match).toInt())});
   window.show();
-  const QStringList files = parser.positionalArguments();
   window.openFiles(files);  // rank traces given together open as one timeline
   if (!files.isEmpty()) {
     if (parser.isSet(compare)) {

@@ -13,7 +13,8 @@ target_include_directories(gui_model_test PRIVATE ${PROJECT_SOURCE_DIR}/tests/an
 # exits 77 (skipped, with the reason) when none can be started or every test skipped; a
 # failing test keeps its failure status whatever else it printed.
 add_executable(gui_window_test gui_window_test.cpp)
-target_link_libraries(gui_window_test PRIVATE cudascope_gui_app Qt6::Test GTest::gtest GTest::gtest_main)
+target_link_libraries(gui_window_test PRIVATE cudascope_gui_app cudascope::exporters Qt6::Test GTest::gtest GTest::gtest_main)
+target_include_directories(gui_window_test PRIVATE ${PROJECT_SOURCE_DIR}/tests/analysis)  # nccl_rank_traces.h
 target_compile_definitions(gui_window_test PRIVATE CUDASCOPE_TEST_DATA="${_data}"
   CUDASCOPE_ARTIFACTS="${CMAKE_BINARY_DIR}/artifacts")
 cudascope_warnings(gui_window_test)

@@ -1,6 +1,8 @@
 // The real viewer window on an X server (Xvfb under ctest): opens the H200 fixture, shows
 // each view, saves screenshots as test artifacts and checks they hold drawn content.
 #include "main_window.h"
+#include "nccl_rank_traces.h"
+#include "screenshot_run.h"
 
 #include <cudascope/gui/event_details_model.h>
 #include <cudascope/gui/range_summary_model.h>
@@ -1180,6 +1182,84 @@ TEST(GuiIssue23WindowTest, ARankTimelineFollowsItsFilesAsTheyGrowAndKeepsTheView
   }
   EXPECT_EQ(ranks_drawn, (std::set<int>{0, 1}));
   EXPECT_GT(last_kernel, doc->index().begin_ns() + 10'000'000) << "the sixth step, written after opening, is drawn";
+}
+
+}  // namespace
+}  // namespace cudascope::gui
+
+// --- cudascope-viewer --screenshot: cudascope's own traces of four NCCL ranks, one timeline ---
+
+namespace cudascope::gui {
+namespace {
+
+// Writes the four ranks' traces of analysis::testing::nccl_job() under build/artifacts/nccl_ranks
+// (also what the documented command can be tried on: docs/gui.md).
+QStringList write_nccl_rank_traces() {
+  const QString dir = QString(CUDASCOPE_ARTIFACTS) + "/nccl_ranks";
+  QDir().mkpath(dir);
+  QStringList paths;
+  for (const auto& rank : analysis::testing::nccl_job()) {
+    paths << dir + QStringLiteral("/r_%1.json").arg(rank.rank());
+    rank.write(paths.back().toStdString());
+  }
+  return paths;
+}
+
+// What `cudascope-viewer --screenshot PNG --select TEXT FILES` does, on the window it runs:
+// the exit code and message it ends with.
+std::pair<int, QString> run_screenshot(MainWindow& w, const QStringList& paths, ScreenshotOptions options) {
+  auto* run = new ScreenshotRun(&w, std::move(options));
+  QSignalSpy finished(run, &ScreenshotRun::finished);
+  w.openFiles(paths);
+  if (finished.isEmpty() && !finished.wait(60000)) return {-1, "no outcome within a minute"};  // a missing file fails at once
+  return {finished.front().at(0).toInt(), finished.front().at(1).toString()};
+}
+
+TEST(GuiScreenshotTest, AScreenshotOfNcclRanksShowsTheSelectedKernelsCommunicator) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  const QStringList paths = write_nccl_rank_traces();
+  const QString png = QString(CUDASCOPE_ARTIFACTS) + "/viewer_nccl_ranks_paired.png";
+  QFile::remove(png);
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  const auto [code, message] = run_screenshot(w, paths, {png, "ncclDevKernel_AllReduce", 3});
+  ASSERT_EQ(code, 0) << message.toStdString();
+  EXPECT_TRUE(message.startsWith(png)) << message.toStdString();
+
+  const auto pages = w.tracePages();
+  ASSERT_EQ(pages.size(), 1) << "four ranks, one timeline";
+  TracePage* page = pages.front();
+  const quint32 selected = page->view()->selectedEvent();
+  ASSERT_NE(selected, TraceTimelineView::kNone);
+  EXPECT_TRUE(page->document()->model().name(page->document()->model().event(selected)).starts_with("ncclDevKernel_AllReduce"));
+  const QString pairing = page->details()->value("Paired across ranks by");
+  EXPECT_TRUE(pairing.startsWith("NCCL communicator and order (communicator 0x")) << pairing.toStdString();
+
+  const QImage shot(png);
+  ASSERT_FALSE(shot.isNull()) << png.toStdString();
+  EXPECT_EQ(shot.size(), w.size() * w.devicePixelRatio());
+  const QRect timeline(page->view()->mapTo(&w, QPoint(0, 0)), page->view()->size());
+  EXPECT_GT(content(shot, timeline).colours, 8u) << "the ranks' rows drawn";
+  const QRect details(page->panels()->mapTo(&w, QPoint(0, 0)), page->panels()->size());
+  EXPECT_GT(content(shot, details).drawn_fraction, 0.01) << "the details' text";
+}
+
+TEST(GuiScreenshotTest, AScreenshotRunFailsWhenNoEventIsNamedAsAsked) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  const QString png = QString(CUDASCOPE_ARTIFACTS) + "/viewer_no_such_kernel.png";
+  QFile::remove(png);
+  MainWindow w;
+  w.show();
+  const auto [code, message] = run_screenshot(w, write_nccl_rank_traces(), {png, "no_such_kernel", 1});
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(message, "no event's name contains \"no_such_kernel\"");
+  EXPECT_FALSE(QFile::exists(png));
+  const auto [missing, why] = run_screenshot(w, {QString(CUDASCOPE_ARTIFACTS) + "/no_such_trace.json"}, {png, {}, 1});
+  EXPECT_EQ(missing, 1) << why.toStdString();
 }
 
 }  // namespace
