@@ -306,6 +306,128 @@ TEST(AllocatorHistoryNvtxTableTest, StacksBeyondTheTablesBoundAreRecordedWithout
   EXPECT_EQ(child.output, "\nknown\n1\n");
 }
 
+// Fabricated frame chains on a page followed by an inaccessible one: the walk must end at
+// every kind of broken link without reading past its upper bound (the guard page would fault).
+class FrameWalkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    page_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* mem = mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    base_ = static_cast<char*>(mem);
+    ASSERT_EQ(mprotect(base_ + page_, page_, PROT_NONE), 0);
+  }
+  void TearDown() override { munmap(base_, 2 * page_); }
+  // The address of word `i` of the last 64 words below the guard page.
+  std::uintptr_t at(std::size_t i) const { return reinterpret_cast<std::uintptr_t>(base_ + page_) - 64 * 8 + 8 * i; }
+  // A frame record at word `i`: the next record's address, then a return address.
+  void frame(std::size_t i, std::uintptr_t next) {
+    auto* w = reinterpret_cast<std::uintptr_t*>(at(i));
+    w[0] = next;
+    w[1] = 0x1000 + i;
+  }
+  cuda::detail::alloc::FrameWalk walk(std::size_t first, int max_depth = 64) {
+    out_.assign(64, nullptr);
+    const auto w = cuda::detail::alloc::walk_frame_chain(at(first), at(0), at(64), out_.data(), max_depth);
+    out_.resize(static_cast<std::size_t>(w.depth));
+    return w;
+  }
+  std::vector<void*> returns(std::initializer_list<std::size_t> frames) const {
+    std::vector<void*> r;
+    for (std::size_t i : frames) r.push_back(reinterpret_cast<void*>(0x1000 + i));
+    return r;
+  }
+
+  std::size_t page_ = 0;
+  char* base_ = nullptr;
+  std::vector<void*> out_;
+};
+
+TEST_F(FrameWalkTest, FollowsTheChainToTheOutermostFrame) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, at(20));
+  frame(20, 0);  // the outermost frame's saved pointer
+  EXPECT_EQ(walk(0).depth, 4);
+  EXPECT_EQ(out_, returns({0, 4, 10, 20}));
+}
+
+TEST_F(FrameWalkTest, EndsAtALinkThatDoesNotGoUp) {
+  frame(0, at(6));
+  frame(6, at(2));
+  frame(2, at(30));
+  walk(0);
+  EXPECT_EQ(out_, returns({0, 6}));
+  frame(6, at(6));  // a loop
+  walk(0);
+  EXPECT_EQ(out_, returns({0, 6}));
+}
+
+TEST_F(FrameWalkTest, EndsAtAMisalignedLink) {
+  frame(0, at(4));
+  frame(4, at(8) + 3);
+  walk(0);
+  EXPECT_EQ(out_, returns({0, 4}));
+}
+
+TEST_F(FrameWalkTest, NeverReadsARecordCrossingTheTopOrBeyondIt) {
+  frame(0, at(63));  // its record would end 8 bytes into the guard page
+  walk(0);
+  EXPECT_EQ(out_, returns({0}));
+  frame(0, at(62));  // the last whole record below the top
+  frame(62, at(64) + 4096);
+  walk(0);
+  EXPECT_EQ(out_, returns({0, 62}));
+}
+
+TEST_F(FrameWalkTest, DoesNotStartOutsideItsBounds) {
+  frame(0, at(4));
+  out_.assign(4, nullptr);
+  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(at(0), at(2), at(64), out_.data(), 4).depth, 0);
+  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(at(63), at(0), at(64), out_.data(), 4).depth, 0);
+}
+
+TEST_F(FrameWalkTest, KeepsAtMostAnEvenMaximumOfFrames) {
+  for (std::size_t i = 0; i < 60; i += 2) frame(i, at(i + 2));
+  frame(60, 0);
+  EXPECT_EQ(walk(0, 10).depth, 10);
+  EXPECT_EQ(out_, returns({0, 2, 4, 6, 8, 10, 12, 14, 16, 18}));
+  EXPECT_EQ(walk(0, 7).depth, 6);
+  EXPECT_EQ(walk(0).depth, 31);
+}
+
+TEST_F(FrameWalkTest, EqualChainsHashEquallyAndADifferentFrameChangesTheHash) {
+  frame(0, at(4));
+  frame(4, 0);
+  const std::uint64_t first = walk(0).hash;
+  EXPECT_EQ(walk(0).hash, first);
+  reinterpret_cast<std::uintptr_t*>(at(4))[1] = 0x2000;
+  EXPECT_NE(walk(0).hash, first);
+}
+
+// Recursion compiled with frame pointers (the tests are built without them), so the walk
+// goes through every level: a stack deeper than the limit keeps its innermost frames.
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) void* allocate_below(int levels) {
+  void* p = levels == 0 ? cuda::caching_allocator_alloc(4096, 0) : allocate_below(levels - 1);
+  asm volatile("" : : "r"(p) : "memory");  // a call, not a jump: each level keeps its frame
+  return p;
+}
+
+TEST_F(AllocatorHistoryTest, AStackDeeperThanTheLimitKeepsItsInnermostFrames) {
+  cuda::memory::record_memory_history("all", "all", "all", 100);
+  void* deep = allocate_below(100);
+  const auto snap = cuda::memory::memory_snapshot();
+  cuda::caching_allocator_delete(deep);
+  const auto* entry = find_entry(snap, "alloc", deep);
+  ASSERT_NE(entry, nullptr);
+  ASSERT_EQ(entry->frames.size(), static_cast<std::size_t>(cuda::detail::alloc::kMaxCallerFrames));
+  // The allocator's public entry point may or may not have a frame of its own above the
+  // caller's; every frame after the first two is a level of the recursion.
+  for (std::size_t i = 2; i < entry->frames.size(); ++i) {
+    EXPECT_THAT(std::string(entry->frames[i].name), ::testing::HasSubstr("allocate_below")) << "frame " << i;
+  }
+}
+
 // A fiber runs on a stack of its own (here from the heap), outside the bounds the thread's
 // frame-pointer walk checks against: its allocations keep no C++ stack, where the thread's do.
 ucontext_t fiber_caller, fiber;

@@ -28,10 +28,11 @@ namespace cudascope::cuda::detail::alloc {
 
 namespace {
 
-constexpr int kMaxFrames = 64;
 // The allocator's own frames above the caller's (capture_stack, capture_context,
 // malloc/free, the public entry point) are not kept.
 constexpr int kSkippedFrames = 4;
+constexpr int kMaxFrames = kMaxCallerFrames + kSkippedFrames;
+static_assert(kMaxFrames % 2 == 0, "the walk takes two frames a turn");
 // Distinct C++ stacks kept for the process; beyond, contexts lose that part. A program with
 // this many distinct call paths into the allocator is not one we expect.
 constexpr std::size_t kMaxStacks = std::size_t{1} << 20;
@@ -41,9 +42,10 @@ constexpr std::size_t kMaxStacks = std::size_t{1} << 20;
 constexpr std::size_t kMaxNvtxStackBytes = std::size_t{4} << 20;
 
 // What a thread keeps for capturing, in one thread_local (one TLS lookup per capture): its
-// stack bounds, the NVTX stack it interned last, and its recent stacks, direct-mapped by
-// hash, so a call site seen before costs a probe and a compare against the table's copy,
-// without a lock. Trivially destructible: captures run during thread_local destruction.
+// stack bounds, the NVTX stack it interned last, and its recent stacks, two-way
+// set-associative by hash (the more recently used first), so a call site seen before costs a
+// probe and a compare against the table's copy, without a lock. Trivially destructible:
+// captures run during thread_local destruction.
 struct RecentStack {
   std::uint64_t hash;
   const std::vector<void*>* frames;
@@ -58,7 +60,8 @@ struct ThreadCapture {
   // The hash of the NVTX stack the full table refused last: captured again (an allocation
   // after another in one range), it is refused without taking the table's lock.
   std::uint64_t refused_ranges_hash;
-  std::array<RecentStack, 256> stacks;
+  static constexpr unsigned kSetBits = 7;
+  std::array<std::array<RecentStack, 2>, std::size_t{1} << kSetBits> stacks;
 };
 thread_local ThreadCapture thread_capture{};
 
@@ -76,39 +79,57 @@ void find_stack_bounds(ThreadCapture& t) noexcept {
   t.bounds = StackBounds::kKnown;
 }
 
-struct Walk {
-  int depth = 0;
-  std::uint64_t hash = 0;  // of every frame walked
-};
-
 std::uint64_t mix(std::uint64_t h, const void* p) noexcept {
   return (h ^ reinterpret_cast<std::uintptr_t>(p)) * 0x100000001b3ULL;
 }
 
-// Walks frame pointers, hashing as it goes: a few instructions a frame, where
-// _Unwind_Backtrace and backtrace() take microseconds for a 24-frame stack
-// (allocator_compare times both), so only this fits on the allocation path. Each next
-// frame pointer must lie above the last (so at or above this frame), aligned and below the
-// stack top, so a frame compiled without frame pointers ends the walk (or is stepped over)
-// instead of faulting. Those checks hold only on the thread's own stack: on a signal's
-// alternate stack or a fiber's, nothing bounds the walk, so it does not start. It reads
-// other functions' frames, which AddressSanitizer would take for overflows.
-__attribute__((noinline, no_sanitize("address"))) Walk walk_frames(void** out, int max_depth, std::uintptr_t low,
-                                                                    std::uintptr_t high) {
-  Walk walk;
-  auto fp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  if (fp < low || fp >= high) return walk;
-  while (fp + 2 * sizeof(void*) <= high) {
-    void* const* frame = reinterpret_cast<void* const*>(fp);
-    void* const ret = frame[1];
-    const auto next = reinterpret_cast<std::uintptr_t>(frame[0]);
-    if (ret == nullptr) break;
-    walk.hash = mix(walk.hash, ret);
-    out[walk.depth++] = ret;
-    if (walk.depth == max_depth || next <= fp || next % sizeof(void*) != 0) break;
+// Walks frame pointers, hashing as it goes: about 14 instructions a frame (two loads, the
+// store, the hash and three compares; two frames a turn, so the depth is compared every
+// other frame), where _Unwind_Backtrace and backtrace() take microseconds for a 24-frame
+// stack (allocator_compare times both), so only this fits on the allocation path. Each next
+// frame pointer must lie above the last (so at or above the first), aligned, and leave a
+// whole frame record below the stack top, so a frame compiled without frame pointers ends
+// the walk (or is stepped over) instead of faulting, and the walk ends where the chain does
+// (the outermost frame's saved pointer is null). Those checks hold only on the thread's own
+// stack: on a signal's alternate stack or a fiber's, nothing bounds the walk, so it does not
+// start. It reads other functions' frames, which AddressSanitizer would take for overflows.
+__attribute__((always_inline, no_sanitize("address"))) inline FrameWalk walk_chain(std::uintptr_t fp,
+                                                                                    std::uintptr_t low,
+                                                                                    std::uintptr_t high, void** out,
+                                                                                    int max_depth) noexcept {
+  const std::uintptr_t last = high - 2 * sizeof(void*);  // the highest a frame record may start at
+  if (fp < low || fp > last || max_depth < 2) return {};
+  auto chained = [last](std::uintptr_t from, std::uintptr_t next) {
+    return next > from && next <= last && next % sizeof(void*) == 0;
+  };
+  void** p = out;
+  void** const end = out + (max_depth & ~1);
+  std::uint64_t hash = 0;
+  for (;;) {
+    const auto* frame = reinterpret_cast<const std::uintptr_t*>(fp);
+    p[0] = reinterpret_cast<void*>(frame[1]);
+    hash = mix(hash, p[0]);
+    std::uintptr_t next = frame[0];
+    if (!chained(fp, next)) {
+      p += 1;
+      break;
+    }
+    fp = next;
+    frame = reinterpret_cast<const std::uintptr_t*>(fp);
+    p[1] = reinterpret_cast<void*>(frame[1]);
+    hash = mix(hash, p[1]);
+    p += 2;
+    next = frame[0];
+    if (p == end || !chained(fp, next)) break;
     fp = next;
   }
-  return walk;
+  return {static_cast<int>(p - out), hash};
+}
+
+// From the walk's own frame: its return address is the capture's.
+__attribute__((noinline, no_sanitize("address"))) FrameWalk walk_frames(void** out, int max_depth,
+                                                                         std::uintptr_t low, std::uintptr_t high) {
+  return walk_chain(reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)), low, high, out, max_depth);
 }
 
 std::size_t bytes_of(const std::vector<void*>& frames) noexcept { return frames.size() * sizeof(void*); }
@@ -193,19 +214,29 @@ InternTable<std::vector<std::string>>& nvtx_stacks() {
 // `hash` covers the allocator's own frames too (the walk hashes as it goes): the same kept
 // stack reached through malloc and through free may be stored twice, which costs a copy.
 std::uint32_t stack_id(ThreadCapture& t, std::span<void* const> frames, std::uint64_t hash) {
-  RecentStack& slot = t.stacks[(hash ^ (hash >> 29)) % t.stacks.size()];
-  if (slot.frames != nullptr && slot.hash == hash &&
-      std::equal(frames.begin(), frames.end(), slot.frames->begin(), slot.frames->end())) {
-    return slot.id;
+  // The multiply leaves the hash's high bits the best mixed.
+  auto& set = t.stacks[hash >> (64 - ThreadCapture::kSetBits)];
+  for (std::size_t way = 0; way < set.size(); ++way) {
+    RecentStack& slot = set[way];
+    if (slot.frames != nullptr && slot.hash == hash &&
+        std::equal(frames.begin(), frames.end(), slot.frames->begin(), slot.frames->end())) {
+      if (way != 0) std::swap(set[0], set[way]);
+      return set[0].id;
+    }
   }
   const auto [id, stored] = stacks().intern(frames, hash);
-  if (id != 0) slot = {hash, stored, id};
+  if (id != 0) {
+    set[1] = set[0];
+    set[0] = {hash, stored, id};
+  }
   return id;
 }
 
 // A thread with NVTX ranges open: its stack changes far less often than it allocates, so
 // the one interned last is compared first.
-__attribute__((noinline)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t,
+// noipa here and below: a clone specialised to the thread_local would look it up again after
+// every call it makes.
+__attribute__((noipa)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t,
                                                                 const std::vector<std::string>& ranges) {
   if (t.last_ranges != nullptr && *t.last_ranges == ranges) return t.last_ranges_id;
   std::uint64_t hash = ranges.size();
@@ -234,11 +265,11 @@ std::uint32_t nvtx_id(ThreadCapture& t) {
 
 namespace {
 // Out of line, so the NVTX-only capture does not set up the frame buffer.
-__attribute__((noinline)) std::uint32_t capture_stack(ThreadCapture& t) {
+__attribute__((noipa)) std::uint32_t capture_stack(ThreadCapture& t) {
   if (t.bounds == StackBounds::kUnknown) [[unlikely]] find_stack_bounds(t);
   if (t.bounds != StackBounds::kKnown) return 0;
   void* buffer[kMaxFrames];
-  const Walk walk = walk_frames(buffer, kMaxFrames, t.stack_base, t.stack_top);
+  const FrameWalk walk = walk_frames(buffer, kMaxFrames, t.stack_base, t.stack_top);
   // Too short to hold the allocator's own frames: keep them all.
   const int skip = walk.depth > kSkippedFrames ? kSkippedFrames : 0;
   return walk.depth > 0 ? stack_id(t, std::span<void* const>(buffer + skip, buffer + walk.depth), walk.hash) : 0;
@@ -251,6 +282,11 @@ ContextPtr capture_context(bool cpp_stacks) noexcept {
   context.nvtx = nvtx_id(t);
   if (cpp_stacks) context.stack = capture_stack(t);
   return context;
+}
+
+FrameWalk walk_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high, void** out,
+                           int max_depth) noexcept {
+  return walk_chain(fp, low, high, out, max_depth);
 }
 
 ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept {

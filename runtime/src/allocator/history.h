@@ -49,6 +49,22 @@ ContextPtr capture_context(bool cpp_stacks) noexcept;
 // ranges are open.
 ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept;
 
+// The frame-pointer walk a C++ stack capture makes, from the frame record at `fp` (saved
+// frame pointer, then return address) up the chain while each next record lies above the
+// last, aligned, with the whole record below `high`; nothing is read outside [fp, high), and
+// nothing when `fp` is not in [low, high). Writes at most `max_depth` (even) return
+// addresses, innermost first. `hash` is of the addresses written. A capture walks from its
+// own frame; tests feed it fabricated chains.
+struct FrameWalk {
+  int depth = 0;
+  std::uint64_t hash = 0;
+};
+FrameWalk walk_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high, void** out,
+                           int max_depth) noexcept;
+// A kept C++ stack has at most this many of the caller's frames (the allocator's own are
+// not kept), innermost first.
+inline constexpr int kMaxCallerFrames = 60;
+
 // Distinct NVTX range stacks kept for the process (and at most 4 MiB of their names). What
 // they cost: each is a copy of its range names, kept for the life of the process; a
 // capture under the stack its thread captured last costs a compare, and under any other a
