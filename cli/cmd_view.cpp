@@ -43,6 +43,8 @@ CUDASCOPE_COMMAND(view, 61) {
   struct Options {
     std::vector<std::string> files;
     std::string compare;
+    std::string screenshot, select;
+    int match = 0;
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -53,6 +55,16 @@ CUDASCOPE_COMMAND(view, 61) {
                   "trace-event JSON), plain or gzip; the kind is read from the content")
       ->required();
   sub->add_option("--compare", options->compare, "a second snapshot to compare against FILE")->check(CLI::ExistingFile);
+  CLI::Option* screenshot = sub->add_option(
+      "--screenshot", options->screenshot,
+      "once the files are shown, save the window as this PNG and quit (without a display, run under xvfb-run)");
+  CLI::Option* select = sub->add_option("--select", options->select,
+                                        "with --screenshot: select the first event whose name contains TEXT, as the "
+                                        "viewer's search box does (zoomed to, its details shown)")
+                            ->needs(screenshot);
+  sub->add_option("--match", options->match, "with --select: the N-th such event instead of the first")
+      ->check(CLI::PositiveNumber)
+      ->needs(select);
   sub->callback([options] {
     for (const std::string& file : options->files)
       if (access(file.c_str(), R_OK) != 0) {
@@ -72,6 +84,9 @@ CUDASCOPE_COMMAND(view, 61) {
     std::vector<std::string> args = {viewer};
     args.insert(args.end(), options->files.begin(), options->files.end());
     if (!options->compare.empty()) args.insert(args.end(), {"--compare", options->compare});
+    if (!options->screenshot.empty()) args.insert(args.end(), {"--screenshot", options->screenshot});
+    if (!options->select.empty()) args.insert(args.end(), {"--select", options->select});
+    if (options->match > 0) args.insert(args.end(), {"--match", std::to_string(options->match)});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

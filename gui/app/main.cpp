@@ -60,10 +60,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cudascope-viewer: --screenshot needs files to show\n");
     return 2;
   }
+  if ((parser.isSet(select) || parser.isSet(match)) && !parser.isSet(screenshot)) {
+    std::fprintf(stderr, "cudascope-viewer: --select and --match need --screenshot\n");
+    return 2;
+  }
+  bool is_number = false;
+  const int nth = parser.value(match).toInt(&is_number);
+  if (!is_number || nth < 1) {
+    std::fprintf(stderr, "cudascope-viewer: --match %s: not a whole number from 1\n", qUtf8Printable(parser.value(match)));
+    return 2;
+  }
 
   cudascope::gui::MainWindow window;
-  if (parser.isSet(screenshot))
-    screenshot_then_quit(window, {parser.value(screenshot), parser.value(select), std::max(1, parser.value(match).toInt())});
+  if (parser.isSet(screenshot)) screenshot_then_quit(window, {parser.value(screenshot), parser.value(select), nth});
   window.show();
   window.openFiles(files);  // rank traces given together open as one timeline
   if (!files.isEmpty()) {

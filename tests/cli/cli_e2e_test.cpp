@@ -281,6 +281,34 @@ TEST(CliE2eTest, ViewOpensTheFilesInTheViewerHeadless) {
 #endif
 }
 
+// `view --screenshot PNG --select TEXT --match N` passes them to the viewer, which saves the
+// window with the N-th matching event selected and quits; the options' misuse is refused
+// before any viewer starts.
+TEST(CliE2eTest, ViewSavesAScreenshotWithTheSelectedEvent) {
+  const std::string trace = data("trace_golden.json"), png = temp("view_screenshot.png");
+  const auto orphan = run_cli("", "view --select add_kernel " + trace);
+  EXPECT_NE(orphan.exit_code, 0);
+  EXPECT_THAT(orphan.output, HasSubstr("--screenshot"));
+  const auto zeroth = run_cli("", "view --screenshot " + png + " --select add_kernel --match 0 " + trace);
+  EXPECT_NE(zeroth.exit_code, 0);
+  EXPECT_THAT(zeroth.output, HasSubstr("--match"));
+#ifndef CUDASCOPE_VIEWER_BUILT
+  GTEST_SKIP() << "the viewer is not built here (CUDASCOPE_WITH_GUI=OFF or no Qt 6)";
+#else
+  std::filesystem::remove(png);
+  const auto saved = run_cli("CUDASCOPE_BACKEND=sim QT_QPA_PLATFORM=offscreen CUDASCOPE_VIEWER_NO_DIALOGS=1",
+                             "view --screenshot " + png + " --select add_kernel --match 1 " + trace);
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  EXPECT_THAT(saved.output, HasSubstr("screenshot: "));
+  const std::string image = read(png);
+  ASSERT_GT(image.size(), 8U);
+  EXPECT_EQ(image.substr(1, 3), "PNG");
+  const auto none = run_cli("CUDASCOPE_BACKEND=sim QT_QPA_PLATFORM=offscreen CUDASCOPE_VIEWER_NO_DIALOGS=1",
+                            "view --screenshot " + png + " --select no_such_event_name " + trace);
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+#endif
+}
+
 // The (ph, cat) pairs of a trace's events.
 std::set<std::pair<std::string, std::string>> event_kinds(const std::string& path) {
   const auto trace = nlohmann::json::parse(read(path));
