@@ -23,6 +23,10 @@ training loop and a compute-bound transformer training step. Configurations:
 Run only when --configs names them, to tell where metrics-only's cost comes from:
 
   mo-kernel-kinds   metrics-only with --activities kernel (no copy, memset, sync, memory records)
+  mo-kernel-nvtx    ... kernel,nvtx           (NVTX ranges recorded besides)
+  mo-kernel-memory  ... kernel,allocator      (device-memory records kept on besides)
+  mo-kernel-copies  ... kernel,memcpy,memset  (copy and memset records in the windows besides)
+  mo-kernel-sync    ... kernel,sync           (synchronisation records in the windows besides)
   mo-nvtx-only      metrics-only with --activities nvtx (CUPTI on, no kind that records work)
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
   mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
@@ -98,6 +102,11 @@ def configs(count_launches):
     # no sampled window in the run (CUPTI on, its kernel records never), every kernel recorded.
     out += [
         Config("mo-kernel-kinds", METRICS_ONLY + ["--activities", "kernel"], scrape=True, diagnostic=True),
+        # Kernel windows plus one more piece each: which of them carries the rest of the cost.
+        Config("mo-kernel-nvtx", METRICS_ONLY + ["--activities", "kernel,nvtx"], scrape=True, diagnostic=True),
+        Config("mo-kernel-memory", METRICS_ONLY + ["--activities", "kernel,allocator"], scrape=True, diagnostic=True),
+        Config("mo-kernel-copies", METRICS_ONLY + ["--activities", "kernel,memcpy,memset"], scrape=True, diagnostic=True),
+        Config("mo-kernel-sync", METRICS_ONLY + ["--activities", "kernel,sync"], scrape=True, diagnostic=True),
         Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True),
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
                env={"CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
