@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace cudascope::testing {
 namespace {
@@ -94,6 +95,40 @@ TEST_F(AllocatorHistoryTest, WithoutStacksEachActionKeepsTheRangesOpenAtIt) {
   EXPECT_EQ(ranged_alloc->user_metadata, "step;forward");
   EXPECT_EQ(ranged_free->user_metadata, "step;forward");
   for (const auto* e : {bare_alloc, bare_free, ranged_alloc, ranged_free}) EXPECT_TRUE(e->frames.empty());
+}
+
+// Threads allocating at once without C++ stacks: each action keeps its own thread's ranges
+// (the NVTX part of a capture reads the calling thread's stack and its per-thread state).
+TEST_F(AllocatorHistoryTest, WithoutStacksEachThreadsActionsKeepItsOwnRanges) {
+  { cuda::nvtx::Range setup("setup"); }  // NVTX's own first-call setup, before the threads
+  cuda::memory::record_memory_history("all", "all", "python", 1000);
+  constexpr int kThreads = 3;
+  std::vector<void*> blocks[kThreads];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &blocks] {
+      cuda::nvtx::Range outer("thread " + std::to_string(t));
+      for (int i = 0; i < 50; ++i) {
+        cuda::nvtx::Range inner(i % 2 == 0 ? "even" : "odd");
+        blocks[t].push_back(cuda::caching_allocator_alloc(4096 + 512 * static_cast<std::size_t>(t), 0));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const auto snap = cuda::memory::memory_snapshot();
+  int seen = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (std::size_t i = 0; i < blocks[t].size(); ++i) {
+      const auto* entry = find_entry(snap, "alloc", blocks[t][i]);
+      ASSERT_NE(entry, nullptr);
+      EXPECT_EQ(entry->user_metadata, "thread " + std::to_string(t) + (i % 2 == 0 ? ";even" : ";odd"));
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, kThreads * 50);
+  for (auto& list : blocks) {
+    for (void* p : list) cuda::caching_allocator_delete(p);
+  }
 }
 
 // Context "alloc": frees capture nothing and keep the context of their allocation, stacks
