@@ -16,6 +16,12 @@
 // each kernel launch made while the calling thread is inside an NCCL range that names a
 // communicator: its correlation id is the kernel's, its times lie inside the range
 // (cupti_source.cpp). The NVTX handlers tell it which thread is inside such a range.
+//
+// Grouped calls (ncclGroupStart ... ncclGroupEnd: coalesced collectives, batched sends and
+// receives) launch their kernels inside the outermost ncclGroupEnd, whose range names no
+// communicator. When every call of the group named the same one, the handlers give the
+// ncclGroupEnd range that communicator as its payload, so its launches are recorded and its
+// kernels pair on it; a group over several communicators names none.
 
 #include <nvtx3/nvToolsExt.h>
 

@@ -32,6 +32,18 @@ std::atomic<std::uint64_t> next_range_id{1};
 // a communicator do not nest, and a range NCCL never pops (it ends its init ranges with
 // nvtxRangePopPayload, an extension call these handlers do not receive) names none.
 [[gnu::tls_model("initial-exec")]] thread_local std::uint64_t nccl_communicator_open = 0;
+// NCCL's group calls on this thread (ncclGroupStart ... ncclGroupEnd, which nest): the group's
+// calls only enqueue, and the outermost ncclGroupEnd launches their kernels inside its own
+// range, which names no communicator. While the calls of a group name one communicator, the
+// group is on it: its end's range is given that communicator, as a call's would be, so its
+// launches are recorded and its kernels pair on it. A group of several communicators names
+// none (its kernels stay unpaired).
+struct NcclGroup {
+  int depth = 0;
+  std::uint64_t communicator = 0;
+  bool several = false;
+};
+[[gnu::tls_model("initial-exec")]] thread_local NcclGroup nccl_group;
 std::atomic<bool> nccl_domain_created{false};
 
 std::uint64_t now() noexcept { return cuda::instrumentation::host_time_ns(); }
@@ -166,9 +178,37 @@ nvtxStringHandle_t NVTX_API register_string_w(nvtxDomainHandle_t domain, const w
 void NVTX_API domain_mark_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
   if (nvtx_recording()) emit_with_message(RecordKind::kNvtxMark, a, domain_id(domain), 0);
 }
+// The text of an ASCII or registered message (a registered string is its interned text).
+const char* message_text(const nvtxEventAttributes_t* a) noexcept {
+  if (a == nullptr) return nullptr;
+  if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
+  if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) return reinterpret_cast<const char*>(a->message.registered);
+  return nullptr;
+}
+
+// Follows NCCL's groups through the ranges of its calls (NcclGroup); the communicator of the
+// range of an outermost ncclGroupEnd whose group was on one.
+std::optional<std::uint64_t> follow_nccl_group(const nvtxEventAttributes_t* a,
+                                               std::optional<std::uint64_t> communicator) noexcept {
+  if (communicator) {
+    if (nccl_group.depth > 0 && nccl_group.communicator == 0) nccl_group.communicator = *communicator;
+    nccl_group.several |= nccl_group.depth > 0 && nccl_group.communicator != *communicator;
+    return communicator;
+  }
+  const char* name = message_text(a);
+  if (name == nullptr) return std::nullopt;
+  if (std::strcmp(name, "ncclGroupStart") == 0) {
+    if (nccl_group.depth++ == 0) nccl_group = {1, 0, false};
+  } else if (std::strcmp(name, "ncclGroupEnd") == 0 && nccl_group.depth > 0 && --nccl_group.depth == 0 &&
+             !nccl_group.several && nccl_group.communicator != 0) {
+    return nccl_group.communicator;
+  }
+  return std::nullopt;
+}
+
 // An NCCL call's range: its communicator becomes the range's payload (nccl_nvtx.h).
 int push_nccl_range(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
-  const std::optional<std::uint64_t> communicator = nccl_communicator_of(a);
+  const std::optional<std::uint64_t> communicator = follow_nccl_group(a, nccl_communicator_of(a));
   nccl_communicator_open = communicator.value_or(0);
   if (nvtx_recording()) {
     NvtxAttributes attributes = attributes_of(a);

@@ -67,6 +67,20 @@ class FakeNvtxInstance {
   void pop(nvtxDomainHandle_t domain) const {
     reinterpret_cast<int (*)(nvtxDomainHandle_t)>(core2_[NVTX_CBID_CORE2_DomainRangePop])(domain);
   }
+  nvtxStringHandle_t register_string(nvtxDomainHandle_t domain, const char* text) const {
+    return reinterpret_cast<nvtxStringHandle_t (*)(nvtxDomainHandle_t, const char*)>(
+        core2_[NVTX_CBID_CORE2_DomainRegisterStringA])(domain, text);
+  }
+  // The range NCCL_NVTX3_FUNC_RANGE pushes in `function` (ncclGroupStart, ncclGroupEnd): its
+  // name as a registered string, no payload.
+  void push_registered(nvtxDomainHandle_t domain, const char* function) const {
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    a.message.registered = register_string(domain, function);
+    push(domain, a);
+  }
 
  private:
   static int NVTX_API module_table(NvtxCallbackModule module, NvtxFunctionTable* table, unsigned* size) {

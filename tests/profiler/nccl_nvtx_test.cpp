@@ -137,4 +137,59 @@ TEST(NcclNvtxHandlerTest, AnNcclRangeWithoutACommunicatorCarriesNoPayload) {
   EXPECT_EQ(pushes[0].u.nvtx.payload_kind, NvtxPayloadKind::kNone);
 }
 
+// Grouped calls (coalesced collectives, batched sends and receives): the calls only enqueue,
+// and the outermost ncclGroupEnd launches inside its own range, which NCCL gives no payload.
+// A group on one communicator lends it that communicator; a group over two, or a call outside
+// any group, does not.
+struct GroupCall {
+  const char* name;       // ncclGroupStart, ncclGroupEnd, or a call on `communicator`
+  std::uint64_t communicator;
+};
+
+// Pushes and pops each call's range; the communicator each range open named, in order.
+std::vector<std::uint64_t> open_communicators(const FakeNvtxInstance& nvtx, nvtxDomainHandle_t nccl,
+                                              const std::vector<GroupCall>& calls) {
+  std::vector<std::uint64_t> seen;
+  for (const GroupCall& call : calls) {
+    const AllReducePayload payload{call.communicator, 4096, 0};
+    NcclAttributes all_reduce(kAllReduceSchema, &payload, sizeof payload);
+    if (call.communicator != 0) nvtx.push(nccl, all_reduce.attributes);
+    else nvtx.push_registered(nccl, call.name);
+    seen.push_back(detail::nccl_communicator_on_this_thread());
+    nvtx.pop(nccl);
+  }
+  return seen;
+}
+
+TEST(NcclNvtxHandlerTest, AGroupOnOneCommunicatorLendsItToTheRangeOfItsEnd) {
+  FakeNvtxInstance nvtx;
+  ASSERT_TRUE(nvtx.install());
+  Session session(sim_options());
+  session.start();
+  const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
+  constexpr std::uint64_t kOther = 0x0123456789abcdefULL;
+  const std::vector<GroupCall> one = {{"ncclGroupStart", 0}, {"ncclAllReduce", kCommHash}, {"ncclAllReduce", kCommHash},
+                                      {"ncclGroupEnd", 0}};
+  EXPECT_EQ(open_communicators(nvtx, nccl, one), (std::vector<std::uint64_t>{0, kCommHash, kCommHash, kCommHash}));
+  const std::vector<GroupCall> nested = {{"ncclGroupStart", 0}, {"ncclGroupStart", 0}, {"ncclAllReduce", kOther},
+                                         {"ncclGroupEnd", 0},   {"ncclGroupEnd", 0}};
+  EXPECT_EQ(open_communicators(nvtx, nccl, nested), (std::vector<std::uint64_t>{0, 0, kOther, 0, kOther}))
+      << "only the outermost end launches";
+  const std::vector<GroupCall> two = {{"ncclGroupStart", 0}, {"ncclAllReduce", kCommHash}, {"ncclAllReduce", kOther},
+                                      {"ncclGroupEnd", 0}};
+  EXPECT_EQ(open_communicators(nvtx, nccl, two), (std::vector<std::uint64_t>{0, kCommHash, kOther, 0}));
+  const std::vector<GroupCall> stray = {{"ncclGroupEnd", 0}, {"ncclAllReduce", kCommHash}, {"ncclGroupEnd", 0}};
+  EXPECT_EQ(open_communicators(nvtx, nccl, stray), (std::vector<std::uint64_t>{0, kCommHash, 0}))
+      << "an end without a start, and a call outside any group, lend nothing";
+  session.stop();
+
+  std::vector<std::uint64_t> group_end_payloads;
+  for (const Record& r : pushes_of(session)) {
+    if (std::string(r.u.nvtx.text, r.text_size) == "ncclGroupEnd")
+      group_end_payloads.push_back(r.u.nvtx.payload_kind == NvtxPayloadKind::kUint64 ? r.u.nvtx.payload : 0);
+  }
+  EXPECT_EQ(group_end_payloads, (std::vector<std::uint64_t>{kCommHash, 0, kOther, 0, 0, 0}))
+      << "the trace's ncclGroupEnd ranges carry the communicator their group was on";
+}
+
 }  // namespace
