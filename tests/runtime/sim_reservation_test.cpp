@@ -63,20 +63,7 @@ std::string allocate_once() {
   }
 }
 
-class SimReservationTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    GTEST_SKIP() << "sanitizers reserve more address space than the limit leaves";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-    GTEST_SKIP() << "sanitizers reserve more address space than the limit leaves";
-#endif
-#endif
-  }
-};
-
-TEST_F(SimReservationTest, FailedReservationIsAnErrorNamingTheSettingNotAnOom) {
+TEST(SimReservationTest, FailedReservationIsAnErrorNamingTheSettingNotAnOom) {
   const ChildResult r = in_limited_child("16GiB", allocate_once);
   EXPECT_EQ(r.exit_code, 1) << r.message;
   EXPECT_EQ(r.message.rfind("error: ", 0), 0u) << r.message;
@@ -84,7 +71,7 @@ TEST_F(SimReservationTest, FailedReservationIsAnErrorNamingTheSettingNotAnOom) {
   EXPECT_NE(r.message.find("ulimit -v"), std::string::npos) << r.message;
 }
 
-TEST_F(SimReservationTest, ASmallerCapacityFitsUnderTheSameLimit) {
+TEST(SimReservationTest, ASmallerCapacityFitsUnderTheSameLimit) {
   const ChildResult r = in_limited_child("256MiB", allocate_once);
   EXPECT_EQ(r.exit_code, 0) << r.message;
 }
