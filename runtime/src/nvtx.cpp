@@ -5,6 +5,9 @@
 #include <nvtx3/nvToolsExt.h>
 
 namespace cudascope::cuda::nvtx {
+namespace detail {
+std::atomic<bool> ranges_pushed{false};
+}  // namespace detail
 namespace {
 // Frees (and so the allocator's history, which reads this stack) can run after a thread's
 // thread_locals are destroyed: from later thread_local destructors and, on the main thread,
@@ -35,6 +38,7 @@ std::vector<std::string>* own_stack() {
   if (t.stack != nullptr || t.destroyed) return t.stack;
   thread_local RangesOwner owner;  // registered now, destroyed with the thread's other thread_locals
   t.stack = new std::vector<std::string>();
+  detail::ranges_pushed.store(true, std::memory_order_relaxed);
   return t.stack;
 }
 

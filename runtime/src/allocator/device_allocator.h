@@ -113,13 +113,14 @@ class DeviceAllocator {
     bool oom = false;
   };
 
-  // History off: one relaxed load and a branch. On without C++ stacks, a thread with no NVTX
-  // range open pays a call of range_stack() and a compare here; only open ranges reach the
-  // capture's tables.
+  // History off: one relaxed load and a branch. On without C++ stacks, a process that never
+  // pushed an NVTX range pays one more relaxed load; else a thread with no range open pays a
+  // call of range_stack() and a compare here; only open ranges reach the capture's tables.
   ContextPtr gather(RecordContext level) const {
     const unsigned capture = capture_.load(std::memory_order_relaxed);
     if ((capture & kCaptureWhen) < static_cast<unsigned>(level)) [[likely]] return {};
     if (capture & kCaptureStacks) return capture_context(true);
+    if (!nvtx::ranges_ever_pushed()) return {};
     const std::vector<std::string>& ranges = nvtx::range_stack();
     if (ranges.empty()) [[likely]] return {};
     return capture_nvtx_context(ranges);
