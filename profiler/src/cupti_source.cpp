@@ -58,10 +58,9 @@ std::vector<CUpti_ActivityKind> work_kinds(const ActivitySet& activities) {
 
 // The work kinds a sampled window switches on: those whose records metrics read (kernels,
 // copies, memsets, synchronisations). Not CUPTI's overhead, driver-call or external-correlation
-// records, which only a trace shows: enabled once in a window, work kinds leave launches
-// slower after they are disabled again (a launch-bound PyTorch loop: 1.07-1.10x with windows of
-// kernel records alone, 1.17-1.28x with every work kind; bench/results/overhead.md). A trace
-// window (every kernel, for a trace) switches all of work_kinds.
+// records, which only a trace shows: each kind a window enables costs a launch-bound loop more
+// than its share of the time the window is open (bench/results/overhead.md). A trace window
+// (every kernel, for a trace) switches all of work_kinds.
 std::vector<CUpti_ActivityKind> sampled_work_kinds(const ActivitySet& activities) {
   std::vector<CUpti_ActivityKind> kinds = work_kinds(activities);
   std::erase_if(kinds, [](CUpti_ActivityKind kind) {
