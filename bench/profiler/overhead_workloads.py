@@ -6,7 +6,8 @@ script (start-up, model building and warm-up excluded):
   transformer  compute-bound: a transformer encoder training step (TF32 matmuls), the GPU
                busy throughout
 
-Prints one line: OVERHEAD_BENCH {"mlp_seconds": ..., "transformer_seconds": ...}.
+Prints one line: OVERHEAD_BENCH {"mlp_seconds": ..., "transformer_seconds": ..., "mlp_cpu_seconds": ...,
+"transformer_cpu_seconds": ...} (wall seconds, and the process's CPU seconds over the same loop).
 --torch-profiler cuda|cpu,cuda records both timed loops with torch.profiler (started before
 the clock starts; the process ends once the timing is printed, without processing the
 profiler's events, which is not timed either way, as cudascope's trace writing at exit is not).
@@ -77,12 +78,14 @@ def transformer_workload():
 
 
 def timed(step, steps):
+    """Wall seconds and the process's CPU seconds (every thread: the launching ones, autograd's,
+    and a recorder's own) for `steps` steps."""
     torch.cuda.synchronize()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(steps):
         step()
     torch.cuda.synchronize()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu_start
 
 
 mlp_step = mlp_workload()
@@ -101,9 +104,11 @@ if args.torch_profiler:
         activities.insert(0, ProfilerActivity.CPU)
     profiler = profile(activities=activities)
     profiler.__enter__()
-mlp_seconds = timed(mlp_step, args.mlp_steps)
-transformer_seconds = timed(transformer_step, args.transformer_steps)
-result = "OVERHEAD_BENCH " + json.dumps({"mlp_seconds": mlp_seconds, "transformer_seconds": transformer_seconds})
+mlp_seconds, mlp_cpu_seconds = timed(mlp_step, args.mlp_steps)
+transformer_seconds, transformer_cpu_seconds = timed(transformer_step, args.transformer_steps)
+result = "OVERHEAD_BENCH " + json.dumps({"mlp_seconds": mlp_seconds, "transformer_seconds": transformer_seconds,
+                                         "mlp_cpu_seconds": mlp_cpu_seconds,
+                                         "transformer_cpu_seconds": transformer_cpu_seconds})
 if profiler is not None:
     # Only the timing is wanted: turning the events into torch.profiler's tables would take
     # longer than the loops (and is not timed either way), so the process ends here.

@@ -33,7 +33,8 @@ Run only when --configs names them, to tell where metrics-only's cost comes from
 
 Reported per loop: the median seconds of each configuration, the ratio of medians against
 plain, and the spread of the per-round ratios (each against the plain run of its own round):
-min-max and interquartile range. The estimate's error: both metrics runs scrape their own
+median, min-max and interquartile range; then the process's CPU seconds over each loop (every
+thread, the recorder's own included) as a per-round median against plain. The estimate's error: both metrics runs scrape their own
 live metrics at the end of the program (--metrics-top 1000, so every kernel name has its own
 series); the metrics-only runs' cudascope_kernels_estimated_total per kernel name, summed over
 the rounds, is compared with the metrics+trace runs' cudascope_kernels_total, which counts every
@@ -299,6 +300,29 @@ def loop_table(loop, title, results, config_names):
     return ratios_of
 
 
+def cpu_table(results, config_names):
+    """The process's CPU seconds over each loop (every thread, the recorder's included), per
+    round against the plain run of that round: what recording costs the host, beside the wall
+    time the budget is on."""
+    plain = results["plain"]
+    rows = []
+    for name in config_names:
+        if name == "plain":
+            continue
+        cells = []
+        for loop, _ in LOOPS:
+            key = f"{loop}_cpu_seconds"
+            per_round = [r[key] / plain[i][key] for i, r in results[name].items()
+                         if i in plain and key in r and plain[i].get(key)]
+            cells.append(f"{statistics.median(per_round):.3f}x" if per_round else "-")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    if rows:
+        print("\n### The process's CPU time over each loop, per-round median against plain\n")
+        print("| run | " + " | ".join(title for _, title in LOOPS) + " |")
+        print("|---|" + "---|" * len(LOOPS))
+        print("\n".join(rows))
+
+
 def switch_table(results):
     """Per metrics configuration: what CUPTI's kernel records cost to switch on and off, per run."""
     rows = []
@@ -458,6 +482,7 @@ def main():
             if "metrics-only" in ratios:
                 ratio, per_round = ratios["metrics-only"]
                 verdicts.append((ratio, f"{loop} {ratio:.3f}x, per-round {min(per_round):.3f}-{max(per_round):.3f}"))
+        cpu_table(results, names)
         switch_table(results)
         estimate_table(results, args.count_launches)
         print(f"\n{time.time() - started:.0f} s in all.\n")
