@@ -136,8 +136,9 @@ namespace memory {
 // On by default where an out-of-memory snapshot is asked for: a process started with
 // CUDASCOPE_OOM_SNAPSHOT=path records from the allocator's first use as if it had called
 // record_memory_history("all", "all", "python", 100000), so the snapshot written at the
-// failure carries the actions that led to it (1.08-1.09x per allocator operation in
-// instructions, 1.13-1.18x in wall-clock; see bench/results/allocator.md).
+// failure carries the actions that led to it (per allocator operation, in instructions:
+// 1.04x in a process that never pushes an NVTX range, 1.08x in one that does; 1.13-1.18x
+// wall-clock measured before the first of those; see bench/results/allocator.md).
 // CUDASCOPE_OOM_HISTORY=stacks records C++ stacks as well ("all", "all", "all": 1.6-1.8x),
 // CUDASCOPE_OOM_HISTORY=off (or 0, false, no) records nothing, and so does a value not
 // understood, which is named on stderr; on, 1, true, yes and events keep the default. NVTX range stacks are kept for up to 4096 distinct ones;
