@@ -133,21 +133,21 @@ def gpu_local_cpus(count):
             text = f.read().strip()
     except (OSError, subprocess.SubprocessError):
         return None
-    cpus = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        cpus += range(int(low), int(high or low) + 1)
+    cpus = parse_cpus(text)
     allowed = os.sched_getaffinity(0)
     usable = [c for c in cpus[1:] if c != 0 and c in allowed]
     return usable[:count] if len(usable) >= count else None
 
 
 def parse_cpus(text):
-    """'2-5' or '2,3,8' -> [2, 3, 4, 5] / [2, 3, 8]."""
+    """'2-5' or '2,3,8' -> [2, 3, 4, 5] / [2, 3, 8]; ValueError for anything else."""
     cpus = []
     for part in text.split(","):
         low, _, high = part.partition("-")
-        cpus += range(int(low), int(high or low) + 1)
+        first, last = int(low), int(high or low)
+        if last < first:
+            raise ValueError(part)
+        cpus += range(first, last + 1)
     return cpus
 
 
@@ -183,11 +183,8 @@ def run_once(config, args, tmp, round_index):
             wrapped += ["--metrics-top", "1000"]
         argv = [args.cli, "run"] + wrapped + ["--"] + workload
     # A session of its own, so a run that hangs is killed with the program cudascope run started.
-    # Every run on the same cores (inherited by cudascope run's program): where the scheduler
-    # puts a launch-bound loop moves its time by a third from run to run otherwise.
-    pin = (lambda: os.sched_setaffinity(0, args.cpus)) if args.cpus else None
     child = subprocess.Popen(argv, env=child_environment(args, config.env), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=pin)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = child.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -427,6 +424,10 @@ def main():
         missing = set(args.cpus) - os.sched_getaffinity(0)
         if missing:
             sys.exit(f"run_overhead_bench: --cpus: cores {sorted(missing)} are not available to this process")
+    if args.cpus:
+        # Every run on the same cores (children inherit this process's): where the scheduler
+        # puts a launch-bound loop moves its time by a third from run to run otherwise.
+        os.sched_setaffinity(0, args.cpus)
     if not os.access(args.cli, os.X_OK):
         sys.exit(f"run_overhead_bench: {args.cli} is not an executable cudascope (give --cli)")
 

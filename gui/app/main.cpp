@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cudascope-viewer: --select and --match need --screenshot\n");
     return 2;
   }
+  if (parser.isSet(match) && !parser.isSet(select)) {
+    std::fprintf(stderr, "cudascope-viewer: --match needs --select\n");
+    return 2;
+  }
   bool is_number = false;
   const int nth = parser.value(match).toInt(&is_number);
   if (!is_number || nth < 1) {

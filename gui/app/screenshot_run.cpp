@@ -28,9 +28,15 @@ void ScreenshotRun::shoot(TracePage* page) {
   QTimer::singleShot(0, this, [this, page] {
     if (!options_.select.isEmpty()) {
       page->searchBox()->setText(options_.select);
-      for (int i = 0; i < options_.match; ++i) {
-        if (!page->findNext()) return finish(1, tr("no event's name contains \"%1\"").arg(options_.select));
+      // The search wraps around after its last match: N past the count would select another.
+      if (!page->findNext()) return finish(1, tr("no event's name contains \"%1\"").arg(options_.select));
+      if (page->matchCount() < std::uint64_t(options_.match)) {
+        return finish(1, tr("--match %1: only %2 events' names contain \"%3\"")
+                             .arg(options_.match)
+                             .arg(page->matchCount())
+                             .arg(options_.select));
       }
+      for (int i = 1; i < options_.match; ++i) page->findNext();
     }
     saveWhenDrawn();
   });

@@ -57,15 +57,15 @@ std::vector<CUpti_ActivityKind> work_kinds(const ActivitySet& activities) {
 }
 
 // The work kinds a sampled window switches on: those whose records metrics read (kernels,
-// copies, memsets, synchronisations). Not CUPTI's overhead, driver-call or external-correlation
-// records, which only a trace shows: each kind a window enables costs a launch-bound loop more
-// than its share of the time the window is open (bench/results/overhead.md). A trace window
-// (every kernel, for a trace) switches all of work_kinds.
+// copies, memsets, synchronisations, and driver calls when asked for: NVTX labels of kernels
+// launched through the driver). Not CUPTI's overhead or external-correlation records, which
+// only a trace shows: each kind a window enables costs a launch-bound loop more than its
+// share of the time the window is open (bench/results/overhead.md). A trace window (every
+// kernel, for a trace) switches all of work_kinds.
 std::vector<CUpti_ActivityKind> sampled_work_kinds(const ActivitySet& activities) {
   std::vector<CUpti_ActivityKind> kinds = work_kinds(activities);
   std::erase_if(kinds, [](CUpti_ActivityKind kind) {
-    return kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_OVERHEAD ||
-           kind == CUPTI_ACTIVITY_KIND_DRIVER;
+    return kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_OVERHEAD;
   });
   return kinds;
 }

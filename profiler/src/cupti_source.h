@@ -40,9 +40,9 @@ class CuptiSource : public DeviceSource {
   void deliver_completed() noexcept override;
   // Sampled sessions: the kinds that record work and the picked launch calls are enabled only
   // between set_kernel_records(true) and (false): in a sampled window those metrics read
-  // (kernels, copies, memsets, synchronisations), in a trace window every work kind. CUPTI
-  // allows kinds to be enabled and disabled while the program runs; records already in
-  // buffers stay there and are delivered as usual.
+  // (all but CUPTI's overhead and external-correlation records), in a trace window every work
+  // kind. CUPTI allows kinds to be enabled and disabled while the program runs; records
+  // already in buffers stay there and are delivered as usual.
   void set_kernel_records(bool on) noexcept override;
 
   // NCCL made its first call in this process (detail::on_nccl_in_process): the running

@@ -21,7 +21,9 @@
 // receives) launch their kernels inside the outermost ncclGroupEnd, whose range names no
 // communicator. When every call of the group named the same one, the handlers give the
 // ncclGroupEnd range that communicator as its payload, so its launches are recorded and its
-// kernels pair on it; a group over several communicators names none.
+// kernels pair on it; a group over several communicators, or with a call whose communicator
+// cannot be read, names none. Groups of non-blocking communicators launch from NCCL's own
+// thread, outside any range of the caller's: their kernels stay unpaired.
 
 #include <nvtx3/nvToolsExt.h>
 

@@ -199,9 +199,13 @@ std::optional<std::uint64_t> follow_nccl_group(const nvtxEventAttributes_t* a,
   if (name == nullptr) return std::nullopt;
   if (std::strcmp(name, "ncclGroupStart") == 0) {
     if (nccl_group.depth++ == 0) nccl_group = {1, 0, false};
-  } else if (std::strcmp(name, "ncclGroupEnd") == 0 && nccl_group.depth > 0 && --nccl_group.depth == 0 &&
-             !nccl_group.several && nccl_group.communicator != 0) {
-    return nccl_group.communicator;
+  } else if (std::strcmp(name, "ncclGroupEnd") == 0) {
+    if (nccl_group.depth > 0 && --nccl_group.depth == 0 && !nccl_group.several && nccl_group.communicator != 0)
+      return nccl_group.communicator;
+  } else if (nccl_group.depth > 0) {
+    // A call of the group whose communicator cannot be read (a schema or an NCCL release
+    // without it): the group may span another communicator, so it names none.
+    nccl_group.several = true;
   }
   return std::nullopt;
 }

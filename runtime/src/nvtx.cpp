@@ -2,6 +2,8 @@
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/cuda/nvtx.h>
 
+#include "nvtx_ranges.h"
+
 #include <nvtx3/nvToolsExt.h>
 
 namespace cudascope::cuda::nvtx {

@@ -1262,5 +1262,20 @@ TEST(GuiScreenshotTest, AScreenshotRunFailsWhenNoEventIsNamedAsAsked) {
   EXPECT_EQ(missing, 1) << why.toStdString();
 }
 
+// The search wraps around after its last match, so asking for a match past the count would
+// select an earlier one: the run refuses instead.
+TEST(GuiScreenshotTest, AScreenshotRunFailsWhenAskedForAMatchPastTheLast) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  const QString png = QString(CUDASCOPE_ARTIFACTS) + "/viewer_match_past_last.png";
+  QFile::remove(png);
+  MainWindow w;
+  w.show();
+  const auto [code, message] = run_screenshot(w, write_nccl_rank_traces(), {png, "ncclDevKernel", 100000});
+  EXPECT_EQ(code, 1);
+  EXPECT_TRUE(message.startsWith("--match 100000: only ")) << message.toStdString();
+  EXPECT_FALSE(QFile::exists(png));
+}
+
 }  // namespace
 }  // namespace cudascope::gui

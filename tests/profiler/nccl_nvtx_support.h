@@ -72,7 +72,7 @@ class FakeNvtxInstance {
         core2_[NVTX_CBID_CORE2_DomainRegisterStringA])(domain, text);
   }
   // The range NCCL_NVTX3_FUNC_RANGE pushes in `function` (ncclGroupStart, ncclGroupEnd): its
-  // name as a registered string, no payload.
+  // name as a registered string, no payload (also a call whose payload names no communicator).
   void push_registered(nvtxDomainHandle_t domain, const char* function) const {
     nvtxEventAttributes_t a{};
     a.version = NVTX_VERSION;

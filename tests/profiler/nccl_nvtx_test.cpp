@@ -139,11 +139,11 @@ TEST(NcclNvtxHandlerTest, AnNcclRangeWithoutACommunicatorCarriesNoPayload) {
 
 // Grouped calls (coalesced collectives, batched sends and receives): the calls only enqueue,
 // and the outermost ncclGroupEnd launches inside its own range, which NCCL gives no payload.
-// A group on one communicator lends it that communicator; a group over two, or a call outside
-// any group, does not.
+// A group on one communicator lends it that communicator; a group over two, a group with a
+// call whose communicator cannot be read, or a call outside any group, does not.
 struct GroupCall {
-  const char* name;       // ncclGroupStart, ncclGroupEnd, or a call on `communicator`
-  std::uint64_t communicator;
+  const char* name;            // ncclGroupStart, ncclGroupEnd, or a call
+  std::uint64_t communicator;  // a call's (0: none readable, as before NCCL 2.25)
 };
 
 // Pushes and pops each call's range; the communicator each range open named, in order.
@@ -178,6 +178,10 @@ TEST(NcclNvtxHandlerTest, AGroupOnOneCommunicatorLendsItToTheRangeOfItsEnd) {
   const std::vector<GroupCall> two = {{"ncclGroupStart", 0}, {"ncclAllReduce", kCommHash}, {"ncclAllReduce", kOther},
                                       {"ncclGroupEnd", 0}};
   EXPECT_EQ(open_communicators(nvtx, nccl, two), (std::vector<std::uint64_t>{0, kCommHash, kOther, 0}));
+  const std::vector<GroupCall> unreadable = {{"ncclGroupStart", 0}, {"ncclAllReduce", kCommHash}, {"ncclSend", 0},
+                                             {"ncclGroupEnd", 0}};
+  EXPECT_EQ(open_communicators(nvtx, nccl, unreadable), (std::vector<std::uint64_t>{0, kCommHash, 0, 0}))
+      << "a call of the group whose communicator cannot be read may be on another one";
   const std::vector<GroupCall> stray = {{"ncclGroupEnd", 0}, {"ncclAllReduce", kCommHash}, {"ncclGroupEnd", 0}};
   EXPECT_EQ(open_communicators(nvtx, nccl, stray), (std::vector<std::uint64_t>{0, kCommHash, 0}))
       << "an end without a start, and a call outside any group, lend nothing";
@@ -188,7 +192,7 @@ TEST(NcclNvtxHandlerTest, AGroupOnOneCommunicatorLendsItToTheRangeOfItsEnd) {
     if (std::string(r.u.nvtx.text, r.text_size) == "ncclGroupEnd")
       group_end_payloads.push_back(r.u.nvtx.payload_kind == NvtxPayloadKind::kUint64 ? r.u.nvtx.payload : 0);
   }
-  EXPECT_EQ(group_end_payloads, (std::vector<std::uint64_t>{kCommHash, 0, kOther, 0, 0, 0}))
+  EXPECT_EQ(group_end_payloads, (std::vector<std::uint64_t>{kCommHash, 0, kOther, 0, 0, 0, 0}))
       << "the trace's ncclGroupEnd ranges carry the communicator their group was on";
 }
 

@@ -62,9 +62,9 @@ struct ProcessAllocator {
 // A process that asks for a snapshot at out-of-memory (CUDASCOPE_OOM_SNAPSHOT) records the
 // allocator's history from its first allocation, so the snapshot shows what led there.
 // CUDASCOPE_OOM_HISTORY: "events" or a true flag (the default: every alloc, free and segment
-// action with its NVTX ranges, no C++ stacks; 1.08-1.09x per allocator operation in
-// instructions, 1.13-1.18x in wall-clock), "stacks" (and the C++ stack of each: 1.6-1.8x),
-// "off" or a false flag. A record_memory_history call later replaces it.
+// action with its NVTX ranges, no C++ stacks; its cost: memory.h), "stacks" (and the C++
+// stack of each: 1.6-1.8x), "off" or a false flag. A record_memory_history call later
+// replaces it.
 constexpr std::size_t kOomHistoryEntries = 100000;
 
 enum class OomHistory { kEvents, kStacks, kOff };

@@ -7,6 +7,7 @@
 #include "device_lock.h"
 #include "expandable_segment.h"
 #include "history.h"
+#include "../nvtx_ranges.h"
 #include "pointer_map.h"
 #include "stats.h"
 
@@ -120,7 +121,7 @@ class DeviceAllocator {
     const unsigned capture = capture_.load(std::memory_order_relaxed);
     if ((capture & kCaptureWhen) < static_cast<unsigned>(level)) [[likely]] return {};
     if (capture & kCaptureStacks) return capture_context(true);
-    if (!nvtx::ranges_ever_pushed()) return {};
+    if (!nvtx::detail::ranges_ever_pushed()) return {};
     const std::vector<std::string>& ranges = nvtx::range_stack();
     if (ranges.empty()) [[likely]] return {};
     return capture_nvtx_context(ranges);

@@ -136,14 +136,15 @@ namespace memory {
 // On by default where an out-of-memory snapshot is asked for: a process started with
 // CUDASCOPE_OOM_SNAPSHOT=path records from the allocator's first use as if it had called
 // record_memory_history("all", "all", "python", 100000), so the snapshot written at the
-// failure carries the actions that led to it (per allocator operation, in instructions:
-// 1.04x in a process that never pushes an NVTX range, 1.08x in one that does; 1.13-1.18x
-// wall-clock measured before the first of those; see bench/results/allocator.md).
+// failure carries the actions that led to it (per allocator operation with no NVTX range
+// open, in instructions: 1.04x in a process that never pushed a range, 1.08x in one that did;
+// an operation under open ranges also records them, not measured apart; 1.13-1.18x
+// wall-clock before the first of those figures; see bench/results/allocator.md).
 // CUDASCOPE_OOM_HISTORY=stacks records C++ stacks as well ("all", "all", "all": 1.6-1.8x),
 // CUDASCOPE_OOM_HISTORY=off (or 0, false, no) records nothing, and so does a value not
-// understood, which is named on stderr; on, 1, true, yes and events keep the default. NVTX range stacks are kept for up to 4096 distinct ones;
-// beyond, new stacks are recorded without ranges. Any call here replaces the default,
-// record_memory_history(std::nullopt) included.
+// understood, which is named on stderr; on, 1, true, yes and events keep the default. NVTX
+// range stacks are kept for up to 4096 distinct ones; beyond, new stacks are recorded without
+// ranges. Any call here replaces the default, record_memory_history(std::nullopt) included.
 void record_memory_history(std::optional<std::string> enabled = "all", std::optional<std::string> context = "all",
                            const std::string& stacks = "all", std::size_t max_entries = SIZE_MAX);
 // Whether the environment turns that default on (CUDASCOPE_OOM_SNAPSHOT set, and

@@ -13,6 +13,8 @@
 #include <QFutureWatcher>
 #include <QWidget>
 
+#include <cstdint>
+
 class QCheckBox;
 class QLabel;
 class QLineEdit;
@@ -43,6 +45,8 @@ class TracePage : public QWidget {
   // Runs the search box's query; then next/previous select and reveal a match. False when none.
   bool findNext();
   bool findPrevious();
+  // Events whose names the last search matched (0 before any).
+  std::uint64_t matchCount() const { return found_.count; }
 
  signals:
   // The range summary of the latest selection is in summary().
