@@ -407,7 +407,7 @@ TEST(NcclCommunicatorPairingTest, AKernelsKeyNamesItsCommunicatorItsPlaceThereAn
   EXPECT_EQ(by_order->key, 5);
   EXPECT_EQ(by_order->count, 8u);
   EXPECT_EQ(by_order->ranks, (std::vector<std::size_t>{0, 1, 2, 3}));
-  // Not a collective's kernel, or another rank's: none.
+  // Not a collective's kernel, or a rank past the last: none.
   EXPECT_FALSE(collective_key(ranks, 2, rank2[5] == 0 ? 1 : 0, rule).has_value());
   EXPECT_FALSE(collective_key(ranks, 4, rank2[5], rule).has_value());
 }

@@ -657,8 +657,12 @@ TEST(GuiModelTest, AnNcclKernelsDetailsNameItsCommunicatorAndItsPlaceOnIt) {
   // Each rank's NCCL kernels in start order.
   const auto& m = doc.model();
   std::vector<std::vector<quint32>> kernels(4);
-  for (quint32 i = 0; i < m.event_count(); ++i)
-    if (m.cat(m.event(i)) == "kernel" && m.name(m.event(i)).starts_with("ncclDevKernel")) kernels[size_t(doc.rankGroupOfEvent(i))].push_back(i);
+  for (quint32 i = 0; i < m.event_count(); ++i) {
+    if (m.cat(m.event(i)) != "kernel" || !m.name(m.event(i)).starts_with("ncclDevKernel")) continue;
+    const int rank = doc.rankGroupOfEvent(i);
+    ASSERT_TRUE(rank >= 0 && rank < 4) << "kernel " << i << " in rank group " << rank;
+    kernels[size_t(rank)].push_back(i);
+  }
   for (auto& k : kernels) std::sort(k.begin(), k.end(), [&](quint32 a, quint32 b) { return m.event(a).ts_ns < m.event(b).ts_ns; });
   ASSERT_EQ(kernels[2].size(), 8u);
 
