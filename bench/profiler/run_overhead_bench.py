@@ -6,8 +6,10 @@ On a GPU machine with PyTorch, from the repository root:
 
   python3 bench/profiler/run_overhead_bench.py --cli BUILD/cli/cudascope [--rounds 9] [--quick]
 
-Each round runs every configuration once, in an order rotated by one each round (so no
-configuration is always first or last), each in a fresh process of
+Every run is pinned to the same cores (--cpus; by default 4 cores of GPU 0's NUMA node) and
+gets one PYTHONHASHSEED: without that, where the scheduler put a launch-bound loop moved its
+time by a third from run to run. Each round runs every configuration once, in an order rotated
+by one each round (so no configuration is always first or last), each in a fresh process of
 bench/profiler/overhead_workloads.py, which times two loops inside itself: a launch-bound MLP
 training loop and a compute-bound transformer training step. Configurations:
 
