@@ -11,7 +11,8 @@
 #      (--summary-out) merge to the same tables;
 #   4. cudascope stats of cudascope's own traces: four ranks, their NCCL kernels, collectives
 #      paired by NCCL communicator (the commHash of NCCL's NVTX payload, NCCL 2.25+) and order,
-#      each tensor- and data-parallel pair one communicator of exactly its two ranks.
+#      each tensor- and data-parallel pair one communicator of exactly its two ranks; the
+#      grouped send/receive's kernels (launched in ncclGroupEnd) paired too, none left unpaired.
 # Prints PASS/FAIL lines and exits non-zero on any failure. The rank traces stay in OUT_DIR.
 # Usage (from the repository root): bash bench/ranks/run_tp_dp_check.sh CUDASCOPE OUT_DIR
 #   CUDASCOPE: the cudascope executable (e.g. build/cli/cudascope); STEPS=8 to change.
@@ -130,8 +131,10 @@ for r in range(nproc):
     t = json.load(gzip.open(f"{out}/r_{r}.json.gz"))
     d = t.get("distributedInfo", {})
     nccl = [e for e in t["traceEvents"] if e.get("cat") == "kernel" and e.get("args", {}).get("communication") is True]
-    good = d.get("rank") == r and d.get("world_size") == nproc and len(nccl) > 0
-    print(("PASS: " if good else "FAIL: ") + f"r_{r}.json.gz: distributedInfo {d}; {len(nccl)} NCCL kernels marked")
+    grouped = [e for e in nccl if "SendRecv" in e["name"]]
+    good = d.get("rank") == r and d.get("world_size") == nproc and len(nccl) > 0 and len(grouped) > 0
+    print(("PASS: " if good else "FAIL: ") + f"r_{r}.json.gz: distributedInfo {d}; {len(nccl)} NCCL kernels marked, "
+          f"{len(grouped)} of them the grouped send/receive's")
     ok = ok and good
 report = json.load(open(f"{out}/stats_ours.json"))
 rule = report["collectives_paired_by"]
@@ -153,6 +156,10 @@ for c in report["communicators"]:
 print(("PASS: " if want <= seen else "FAIL: ") + f"the tensor- and data-parallel pairs each have their communicator: "
       f"{sorted(sorted(s) for s in seen)}")
 good = good and want <= seen
+unpaired = [n for n in report["notes"] if "left unpaired" in n]
+print(("FAIL: " if unpaired else "PASS: ") + "every NCCL kernel names its communicator (grouped calls' through "
+      f"ncclGroupEnd){': ' + '; '.join(unpaired) if unpaired else ''}")
+good = good and not unpaired
 sys.exit(0 if ok and good else 1)
 PY
 

@@ -7,7 +7,10 @@ the TP pair (an all-reduce of the activations forward and of their gradient back
 all-reduce of the flattened gradients over the DP pair. The TP pair {2,3} also broadcasts its
 batch from its first rank each step (a loader feeding one rank of the pair), so the k-th
 collective of rank 0 and of rank 2 are different operations: only pairing by process group
-and sequence number matches them right.
+and sequence number matches them right. Last, each DP pair swaps its losses with
+batch_isend_irecv: NCCL calls grouped (ncclGroupStart, ncclSend, ncclRecv, ncclGroupEnd), whose
+kernel is launched in ncclGroupEnd, the one range of the group that names no communicator
+itself.
 
 Each step is an NVTX range "step N"; with --kineto PATTERN each rank also records a
 torch.profiler trace (ProfilerStep#N, record_param_comms with the process group and "Seq"),
@@ -29,6 +32,15 @@ def new_group(ranks, desc):
         return dist.new_group(ranks, group_desc=desc)
     except TypeError:  # releases before group_desc
         return dist.new_group(ranks)
+
+
+def swap_with_peer(t, peer, group):
+    """Sends `t` to rank `peer` and returns what the peer sent: one grouped send and receive."""
+    got = torch.empty_like(t)
+    ops = [dist.P2POp(dist.isend, t, peer, group), dist.P2POp(dist.irecv, got, peer, group)]
+    for request in dist.batch_isend_irecv(ops):
+        request.wait()
+    return got
 
 
 class CopyToTensorParallel(torch.autograd.Function):
@@ -90,6 +102,7 @@ def main():
     dp_groups = [new_group(r, "dp") for r in DP_PAIRS]
     tp_index, dp_index = rank // 2, rank % 2
     tp, dp = tp_groups[tp_index], dp_groups[dp_index]
+    dp_peer = DP_PAIRS[dp_index][1 - rank // 2]
 
     shard = rank % 2  # the rank's shard within its TP pair; DP pairs join equal shards
     torch.manual_seed(1234 + shard)  # a pair's two shards differ, DP replicas start equal
@@ -101,7 +114,8 @@ def main():
         torch.cuda.nvtx.range_push(f"step {i}")
         if tp_index == 1:  # the pair {2,3}: its first rank's batch goes to both
             dist.broadcast(x, src=TP_PAIRS[1][0], group=tp)
-        model(x).square().mean().backward()
+        loss = model(x).square().mean()
+        loss.backward()
         grads = [p.grad for p in model.parameters()]
         flat = torch.cat([g.reshape(-1) for g in grads])
         dist.all_reduce(flat, group=dp)
@@ -112,6 +126,7 @@ def main():
             offset += g.numel()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        pair_loss = (loss.detach() + swap_with_peer(loss.detach().reshape(1), dp_peer, dp)) / 2  # noqa: F841
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
 

@@ -60,7 +60,7 @@ QString key_text(const analysis::CollectiveKey& key, analysis::CollectivePairing
 // For a communication kernel of a rank timeline: the rule that pairs its collective with the
 // other ranks' (the same for every rank) and the collective's key under it, as the analysis
 // pairs it (collective_key over the merged timeline's collectives).
-QString pairing_of(TraceDocument& doc, quint32 event) {
+QString pairing_of(const TraceDocument& doc, quint32 event) {
   const auto& groups = doc.rankGroups();
   if (groups.empty() || !analysis::is_communication_kernel_event(doc.model(), doc.model().event(event))) return {};
   const analysis::CollectivePairing rule = groups.front().pairing;

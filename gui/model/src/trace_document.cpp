@@ -108,6 +108,7 @@ std::unique_ptr<LoadedTrace> merge_rank_set(std::vector<std::unique_ptr<LoadedTr
   for (const auto& g : out->ranks) out->paths << g.path;
   if (unfinished) out->rank_sources = std::move(sources);
   sources.clear();  // complete: the sources are no longer needed
+  out->collectives = analysis::collectives_by_rank(*out->merged, out->process_rank, out->ranks.size());
   out->load_seconds = load_seconds + seconds_since(start);
   build_indexes(*out);
   return out;
@@ -296,12 +297,6 @@ int TraceDocument::rankGroupOfEvent(quint32 event) const {
   return event < model().event_count() ? rankGroupOfProcess(model().tracks()[model().event(event).track].process) : -1;
 }
 
-const std::vector<analysis::RankCollectives>& TraceDocument::rankCollectives() {
-  if (!loaded_->collectives)
-    loaded_->collectives = analysis::collectives_by_rank(model(), loaded_->process_rank, loaded_->ranks.size());
-  return *loaded_->collectives;
-}
-
 const analysis::TimelineSearch& TraceDocument::search() {
   if (!loaded_->search)
     loaded_->search = std::make_unique<analysis::TimelineSearch>(analysis::TimelineSearch::build(model()));
@@ -347,7 +342,6 @@ long long TraceDocument::pollOnce() {
     loaded_->cut_short = false;  // it grew: it was being written after all
     loaded_->index.update(follower->model());
     loaded_->search.reset();
-    loaded_->collectives.reset();
     emit grew(added);
   } else if (was_following && !following()) {
     emit grew(0);  // closed without new events: following ended all the same

@@ -57,8 +57,9 @@ struct LoadedTrace {
   double quiet_seconds = 0;  // how long the file had not changed when it was read
   analysis::TimelineIndex index;
   std::unique_ptr<analysis::TimelineSearch> search;
-  // A rank timeline: each rank's collectives found in `merged`, by rank (built on first use).
-  std::optional<std::vector<analysis::RankCollectives>> collectives;
+  // A rank timeline: each rank's collectives found in `merged`, by rank. Found with the merge,
+  // off the UI thread (one pass over the model; seconds for many large ranks).
+  std::vector<analysis::RankCollectives> collectives;
   double load_seconds = 0, index_seconds = 0;
   const analysis::TraceModel& trace() const { return follower ? follower->model() : *merged; }
 };
@@ -119,9 +120,9 @@ class TraceDocument : public QObject {
   int rankGroupOfEvent(quint32 event) const;
   // A rank timeline: each rank group's collectives as the analysis finds them in the merged
   // model (analysis::collectives_by_rank: each rank's kernels matched with its own launches),
-  // for the details of a collective's kernel (analysis::collective_key). Built on first use
-  // (one pass over the model) after loading or a follow step's merge; empty for a single trace.
-  const std::vector<analysis::RankCollectives>& rankCollectives();
+  // for the details of a collective's kernel (analysis::collective_key). Found by the loader
+  // or the follow step that merged the timeline; empty for a single trace.
+  const std::vector<analysis::RankCollectives>& rankCollectives() const { return loaded_->collectives; }
   const analysis::TraceModel& model() const { return loaded_->trace(); }
   // An interned name as the timeline labels it: C++ names shortened as Nsight shows them
   // (analysis/cpp_names.h). Not cached: callers that draw often cache it.
