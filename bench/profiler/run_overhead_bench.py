@@ -29,6 +29,7 @@ Run only when --configs names them, to tell where metrics-only's cost comes from
   mo-kernel-memory  ... kernel,allocator      (device-memory records kept on besides)
   mo-kernel-copies  ... kernel,memcpy,memset  (copy and memset records in the windows besides)
   mo-kernel-sync    ... kernel,sync           (synchronisation records in the windows besides)
+  mo-kernel-launch  ... kernel,launch         (launch calls' runtime records in the windows besides)
   mo-nvtx-only      metrics-only with --activities nvtx (CUPTI on, no kind that records work)
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
   mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
@@ -110,6 +111,7 @@ def configs(count_launches):
         Config("mo-kernel-memory", METRICS_ONLY + ["--activities", "kernel,allocator"], scrape=True, diagnostic=True),
         Config("mo-kernel-copies", METRICS_ONLY + ["--activities", "kernel,memcpy,memset"], scrape=True, diagnostic=True),
         Config("mo-kernel-sync", METRICS_ONLY + ["--activities", "kernel,sync"], scrape=True, diagnostic=True),
+        Config("mo-kernel-launch", METRICS_ONLY + ["--activities", "kernel,launch"], scrape=True, diagnostic=True),
         Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True),
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
                env={"CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
