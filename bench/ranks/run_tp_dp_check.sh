@@ -123,12 +123,35 @@ echo "== 4. stats of cudascope's own traces"
 "$CLI" stats $OURS | tee "$OUT/stats_ours.txt"
 # shellcheck disable=SC2086
 "$CLI" stats --json $OURS > "$OUT/stats_ours.json" || fail "cudascope stats --json of cudascope's traces"
-python3 - "$OUT" "$NPROC" <<'PY' || failures=$((failures + 1))
-import gzip, json, sys
-out, nproc = sys.argv[1], int(sys.argv[2])
+python3 - "$OUT" "$NPROC" "$STEPS" <<'PY' || failures=$((failures + 1))
+import collections, gzip, json, sys
+out, nproc, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ok = True
+report = json.load(open(f"{out}/stats_ours.json"))
+
+
+def check_steps(r, t):
+    """Each "step N" NVTX range is a step of its own (the loop's steps and its 2 warm-ups), the
+    ranges open and close in pairs on every thread, and the per-rank table counts them."""
+    events = t["traceEvents"]
+    ranges = [e for e in events if e.get("cat") == "nvtx" and e.get("ph") == "B" and e["name"].startswith("step ")]
+    depth = collections.Counter()
+    for e in events:
+        if e.get("cat") == "nvtx" and e.get("ph") in ("B", "E"):
+            depth[e["tid"]] += 1 if e["ph"] == "B" else -1
+    unclosed = {tid: d for tid, d in depth.items() if d != 0}
+    dropped = t.get("cudascopeSummary", {}).get("dropped")
+    rank_row = next((x for x in report["ranks"] if x.get("rank") == r), {})
+    good = len(ranges) == steps + 2 and not unclosed and rank_row.get("steps") == steps + 2
+    print(("PASS: " if good else "FAIL: ") + f"r_{r}.json.gz: {len(ranges)} step ranges ({steps + 2} expected), "
+          f"per-rank table {rank_row.get('steps')} steps; NVTX ranges left open or closed twice, by thread: "
+          f"{unclosed or 'none'}; dropped records {dropped}")
+    return good
+
+
 for r in range(nproc):
     t = json.load(gzip.open(f"{out}/r_{r}.json.gz"))
+    ok = check_steps(r, t) and ok
     d = t.get("distributedInfo", {})
     nccl = [e for e in t["traceEvents"] if e.get("cat") == "kernel" and e.get("args", {}).get("communication") is True]
     grouped = [e for e in nccl if "SendRecv" in e["name"]]
@@ -136,7 +159,6 @@ for r in range(nproc):
     print(("PASS: " if good else "FAIL: ") + f"r_{r}.json.gz: distributedInfo {d}; {len(nccl)} NCCL kernels marked, "
           f"{len(grouped)} of them the grouped send/receive's")
     ok = ok and good
-report = json.load(open(f"{out}/stats_ours.json"))
 rule = report["collectives_paired_by"]
 good = len(report["ranks"]) == nproc and rule == "NCCL communicator and order"
 print(("PASS: " if good else "FAIL: ") + f"cudascope's traces: {len(report['ranks'])} ranks, collectives paired by {rule}")
