@@ -29,7 +29,8 @@ Run only when --configs names them, to tell where metrics-only's cost comes from
   mo-kernel-memory  ... kernel,allocator      (device-memory records kept on besides)
   mo-kernel-copies  ... kernel,memcpy,memset  (copy and memset records in the windows besides)
   mo-kernel-sync    ... kernel,sync           (synchronisation records in the windows besides)
-  mo-kernel-launch  ... kernel,launch         (launch calls' runtime records in the windows besides)
+  mo-kernel-launch  ... kernel,launch         (launch calls' runtime records besides: --metrics-label-nvtx's)
+  mo-no-sync        metrics-only's own kinds but synchronisation (kernel,memcpy,memset,nvtx,allocator,overhead)
   mo-nvtx-only      metrics-only with --activities nvtx (CUPTI on, no kind that records work)
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
   mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
@@ -112,6 +113,9 @@ def configs(count_launches):
         Config("mo-kernel-copies", METRICS_ONLY + ["--activities", "kernel,memcpy,memset"], scrape=True, diagnostic=True),
         Config("mo-kernel-sync", METRICS_ONLY + ["--activities", "kernel,sync"], scrape=True, diagnostic=True),
         Config("mo-kernel-launch", METRICS_ONLY + ["--activities", "kernel,launch"], scrape=True, diagnostic=True),
+        # Every kind metrics-only records but one: whether the pieces cost more together than apart.
+        Config("mo-no-sync", METRICS_ONLY + ["--activities", "kernel,memcpy,memset,nvtx,allocator,overhead"],
+               scrape=True, diagnostic=True),
         Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True),
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
                env={"CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
