@@ -255,6 +255,53 @@ void check_before_starting(const RunOptions& options) {
   }
 }
 
+// The progress channel's FIFO (inject/progress_channel.h), in a directory of its own under
+// TMPDIR (mode 0700: only this user's processes can write to it), removed when run ends.
+// Recorded processes open it by path, so workers started with their descriptors closed
+// (torchrun's) report too. Run holds a write end itself: without one, reads would see end
+// of file until the first process opens it, and again between processes.
+class ProgressFifo {
+ public:
+  ProgressFifo() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cudascope-run-XXXXXX";
+    if (mkdtemp(dir.data()) == nullptr) fail("mkdtemp " + dir);
+    dir_ = dir;
+    path_ = dir_ + "/progress";
+    if (mkfifo(path_.c_str(), 0600) != 0) fail("mkfifo " + path_);
+    read_fd_ = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (read_fd_ < 0) fail("open " + path_);
+    keep_open_fd_ = open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (keep_open_fd_ < 0) fail("open " + path_);
+  }
+  ~ProgressFifo() { remove(); }
+  ProgressFifo(const ProgressFifo&) = delete;
+  ProgressFifo& operator=(const ProgressFifo&) = delete;
+  const std::string& path() const { return path_; }
+  int read_fd() const { return read_fd_; }
+  // Closes the FIFO and removes it: processes still running write to it no more (their lines
+  // fail with EPIPE, never a SIGPIPE), and no later open finds it.
+  void remove() noexcept {
+    for (int* fd : {&read_fd_, &keep_open_fd_}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+    if (!path_.empty()) unlink(path_.c_str());
+    if (!dir_.empty()) rmdir(dir_.c_str());
+    path_.clear();
+    dir_.clear();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) {
+    const std::string error = what + ": " + std::strerror(errno);
+    remove();
+    throw std::runtime_error(error + " (the progress channel; TMPDIR names where it goes)");
+  }
+  std::string dir_, path_;
+  int read_fd_ = -1, keep_open_fd_ = -1;
+};
+
 // A trace file some recorded process wrote, with that process's last counts.
 struct TraceFile {
   long pid = 0;
@@ -264,7 +311,7 @@ struct TraceFile {
   std::string summary;  // the rank summary the process wrote beside it at exit, or empty
 };
 
-// Reads the progress pipe the recorded processes share (injection_agent.h): "trace PID PATH"
+// Reads the progress FIFO the recorded processes share (injection_agent.h): "trace PID PATH"
 // when a process opens its trace, "EVENTS DROPPED PID" after each of its flushes,
 // "failed PID PATH\tERROR" when it could not write on, and "summary PID PATH" when a rank
 // wrote its summary beside its trace at exit. A terminal
@@ -304,6 +351,7 @@ class Progress {
       if (ready == 0 && done_.load()) break;
       if (ready <= 0) continue;
       const ssize_t n = read(fd_, chunk, sizeof chunk);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
       if (n <= 0) break;
       pending.append(chunk, static_cast<std::size_t>(n));
       for (std::size_t eol; (eol = pending.find('\n')) != std::string::npos; pending.erase(0, eol + 1)) {
@@ -364,8 +412,8 @@ class Progress {
   std::thread thread_;  // last: starts once the members above exist
 };
 
-// Traces of this run that no process reported: a process started with its descriptors closed
-// (torchrun's workers, Python's subprocess) cannot reach the progress pipe, and since a
+// Traces of this run that no process reported: a process that cannot open the progress FIFO
+// (its environment scrubbed, another mount namespace) does not report, and since a
 // launcher that uses no CUDA writes nothing, the run may have no reported file at all. These
 // are the files `output` names in any process (its directives, and the ".<pid>" a taken name
 // gets) that were written since `since` (CLOCK_REALTIME_COARSE, the clock of file times).
@@ -485,21 +533,16 @@ int run_traced(const RunOptions& options) {
   timespec started{};
   clock_gettime(CLOCK_REALTIME_COARSE, &started);
 
-  int progress[2];
-  if (pipe(progress) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  ProgressFifo progress;
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    close(progress[0]);
     setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
     setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
     setenv("CUDASCOPE_TRACE", output.c_str(), 1);
     setenv("CUDASCOPE_TRACE_PID", std::to_string(getpid()).c_str(), 1);
     setenv("CUDASCOPE_ACTIVITIES", options.activities.c_str(), 1);
-    struct stat pipe_status {};
-    fstat(progress[1], &pipe_status);  // the inode tells the pipe from a later file on that number
-    const std::string progress_fd = std::to_string(progress[1]) + ":" + std::to_string(pipe_status.st_ino);
-    setenv("CUDASCOPE_PROGRESS_FD", progress_fd.c_str(), 1);
+    setenv("CUDASCOPE_PROGRESS", progress.path().c_str(), 1);
     // The variables run sets are run's: an inherited value (CUDASCOPE_NO_TRACE=x in the
     // shell) must not change what this run records.
     for (const char* owned : {"CUDASCOPE_DELAY", "CUDASCOPE_DURATION", "CUDASCOPE_CUPTI_BUFFER", "CUDASCOPE_NO_TRACE",
@@ -517,18 +560,17 @@ int run_traced(const RunOptions& options) {
     std::fprintf(stderr, "cudascope run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
-  close(progress[1]);
   child_pid = pid;
   // The terminal's Ctrl-C reaches the child directly; the wrapper waits for it to finish.
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, &forward_signal);
 
-  Progress progress_lines(progress[0]);
+  Progress progress_lines(progress.read_fd());
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   std::vector<TraceFile> files = progress_lines.finish();
-  close(progress[0]);
+  progress.remove();
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });

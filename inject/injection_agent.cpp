@@ -3,6 +3,7 @@
 #include "guarded_sink.h"
 #include "lazy_trace_sink.h"
 #include "live_metrics.h"
+#include "progress_channel.h"
 
 #include <cudascope/exporters/chrome_trace_writer.h>
 #include <cudascope/exporters/trace_path.h>
@@ -60,36 +61,6 @@ std::string trace_path(const timespec& recording_since) {
     return own;
   }
   return exporters::choose_trace_path(pattern, owner, fields);
-}
-
-// CUDASCOPE_PROGRESS_FD="fd:inode": the pipe `cudascope run` reads. A process further down
-// (torchrun's workers, started with close_fds) may have that number on a file of its own,
-// so the descriptor is used only while it is still that pipe.
-int progress_descriptor() {
-  const std::string text = util::env_text("CUDASCOPE_PROGRESS_FD").value_or("");
-  if (text.empty()) return -1;
-  const std::size_t colon = text.find(':');
-  try {
-    const auto fd = util::parse_env_count("CUDASCOPE_PROGRESS_FD", text.substr(0, colon), 0, INT32_MAX);
-    struct stat status {};
-    if (fstat(static_cast<int>(fd), &status) != 0 || !S_ISFIFO(status.st_mode)) return -1;
-    if (colon != std::string::npos &&
-        util::parse_env_count("CUDASCOPE_PROGRESS_FD", text.substr(colon + 1), 0, UINT64_MAX) != status.st_ino) {
-      return -1;
-    }
-    return static_cast<int>(fd);
-  } catch (const util::EnvError&) {
-    std::fprintf(stderr, "cudascope: %s is not a descriptor (FD or FD:INODE); progress is not reported\n",
-                 util::env_shown("CUDASCOPE_PROGRESS_FD", text).c_str());
-    return -1;
-  }
-}
-
-// One line on the progress pipe; lines are shorter than PIPE_BUF, so the lines of several
-// recorded processes never interleave.
-void report(int fd, const std::string& line) {
-  if (fd < 0) return;
-  [[maybe_unused]] const ssize_t written = write(fd, line.data(), line.size());
 }
 
 // SIGINT / SIGTERM with the default action (terminate): finish the trace first. The handler
@@ -156,7 +127,7 @@ void InjectionAgent::ensure_started() noexcept {
     delay = util::env_seconds("CUDASCOPE_DELAY", kMaxSeconds).value_or(0);
     duration = util::env_seconds("CUDASCOPE_DURATION", kMaxSeconds).value_or(0);
     metrics_wanted_ = !util::env_text("CUDASCOPE_METRICS").value_or("").empty();
-    progress_fd_ = progress_descriptor();
+    progress_fd_ = open_progress_channel();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: not recording: %s\n", e.what());
     finished_ = true;
@@ -172,7 +143,7 @@ void InjectionAgent::ensure_started() noexcept {
       const int n = std::snprintf(line, sizeof line, "%llu %llu %ld\n", static_cast<unsigned long long>(stats.events),
                                   static_cast<unsigned long long>(stats.dropped_buffer + stats.dropped_cupti),
                                   static_cast<long>(getpid()));
-      report(fd, std::string(line, static_cast<std::size_t>(n)));
+      write_progress_line(fd, std::string_view(line, static_cast<std::size_t>(n)));
     };
   }
   install_exit_handlers();
@@ -206,7 +177,7 @@ void InjectionAgent::start_locked() noexcept {
       trace = std::make_unique<LazyTraceSink>([this, since] {
         std::string path = trace_path(since);
         auto file = exporters::open_chrome_trace(path);
-        report(progress_fd_, "trace " + std::to_string(getpid()) + " " + path + "\n");
+        write_progress_line(progress_fd_, "trace " + std::to_string(getpid()) + " " + path + "\n");
         std::lock_guard path_lock(path_mutex_);
         path_ = std::move(path);
         return file;
@@ -252,7 +223,7 @@ void InjectionAgent::trace_failed(const std::string& error) noexcept {
     if (c == '\n' || c == '\r') c = ' ';
   }
   if (line.size() > 1000) line.resize(1000);
-  report(progress_fd_, line + "\n");
+  write_progress_line(progress_fd_, line + "\n");
   // Nothing else reads the records (no live metrics): stop recording, off this thread (the
   // writer thread cannot join itself).
   if (!metrics_wanted_) {
@@ -317,10 +288,8 @@ void InjectionAgent::write_summary_locked() noexcept {
                  written.path.c_str(), written.error.c_str(), trace.c_str());
     return;
   }
-  // `cudascope run` lists it with the traces at the end; said here only without run.
-  if (progress_fd_ >= 0) {
-    report(progress_fd_, "summary " + std::to_string(getpid()) + " " + written.path + "\n");
-  } else {
+  // `cudascope run` lists it with the traces at the end; said here where run cannot be told.
+  if (!write_progress_line(progress_fd_, "summary " + std::to_string(getpid()) + " " + written.path + "\n")) {
     std::fprintf(stderr, "cudascope: %s\n", written.line.c_str());
   }
 }

@@ -19,8 +19,9 @@
 //   CUDASCOPE_CUPTI_BUFFER=bytes              each CUPTI activity buffer (4096 to 2^30, default 8 MiB)
 //   Each is read by util/env_value.h; a value it refuses is named on stderr and the process is
 //   not recorded (rather than recorded otherwise than asked).
-//   CUDASCOPE_PROGRESS_FD=fd[:inode]   the pipe of `cudascope run` (used only while fd is
-//                               still that pipe): "trace <pid> <path>\n" when the trace file is
+//   CUDASCOPE_PROGRESS=path     the FIFO `cudascope run` reads (progress_channel.h), opened by
+//                               path so that workers started with their descriptors closed
+//                               reach it too: "trace <pid> <path>\n" when the trace file is
 //                               opened, "<events> <dropped> <pid>\n" after each flush once it
 //                               is, "failed <pid> <path>\t<error>\n" when it cannot be
 //                               written on, and "summary <pid> <path>\n" when a rank's summary

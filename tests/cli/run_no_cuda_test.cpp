@@ -200,10 +200,29 @@ TEST_F(RunNoCudaTest, LauncherThatNeverUsesCudaWritesNoTraceAndItsCudaChildDoes)
   EXPECT_EQ(cudascope::analysis::validate_trace(read.trace), std::vector<std::string>{});
 }
 
-TEST_F(RunNoCudaTest, RunListsTheTraceOfAWorkerStartedWithItsDescriptorsClosed) {
-  // The worker cannot reach run's progress pipe and the launcher writes nothing: run must not
-  // say that no process used CUDA, and lists the file it finds the pattern names.
+TEST_F(RunNoCudaTest, AWorkerStartedWithItsDescriptorsClosedReportsItsTraceAndCounts) {
+  // torchrun's workers start with their descriptors closed: they reach run's progress channel
+  // by its path (inject/progress_channel.h), so run counts their events as its own child's.
   const std::string demo = std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";
+  const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --closing-launcher 0 " + demo);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const long child = printed_pid(result.output, "child");
+  ASSERT_GT(child, 0) << result.output;
+  const std::string trace = path("t_" + std::to_string(child) + ".json");
+  EXPECT_EQ(files(), std::set<std::string>{"t_" + std::to_string(child) + ".json"}) << result.output;
+  EXPECT_EQ(result.output.find("could not report"), std::string::npos) << result.output;
+  const std::size_t line = result.output.find("cudascope: trace " + trace + " (");
+  ASSERT_NE(line, std::string::npos) << result.output;
+  const long long events = std::atoll(result.output.c_str() + line + std::string("cudascope: trace " + trace + " (").size());
+  const auto read = cudascope::analysis::read_trace(trace);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_GT(events, 0) << result.output;
+}
+
+TEST_F(RunNoCudaTest, RunListsTheTraceOfAWorkerThatCannotReachItsProgressChannel) {
+  // A worker that cannot open the channel (its environment scrubbed, another mount namespace):
+  // run must not say that no process used CUDA, and lists the file the pattern names.
+  const std::string demo = "/usr/bin/env -u CUDASCOPE_PROGRESS " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";
   const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --closing-launcher 0 " + demo);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const long child = printed_pid(result.output, "child");
@@ -213,6 +232,15 @@ TEST_F(RunNoCudaTest, RunListsTheTraceOfAWorkerStartedWithItsDescriptorsClosed) 
   EXPECT_EQ(result.output.find("no process of the program used CUDA"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("cudascope: trace " + trace + " (its process could not report"), std::string::npos)
       << result.output;
+}
+
+TEST_F(RunNoCudaTest, RunLeavesNoProgressChannelBehind) {
+  // The FIFO and its directory go with run, whatever the program did.
+  const std::string tmp = path("tmp");
+  std::filesystem::create_directories(tmp);
+  const auto result = run_cli("TMPDIR=" + tmp + " " + kSim, "run -o " + path("t.json") + " -- " + self_path() + " --launcher 0");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << result.output;
 }
 
 TEST_F(RunNoCudaTest, RunListsNoFileOfAnEarlierRunOrOfAnotherName) {

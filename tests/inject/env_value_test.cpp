@@ -64,8 +64,8 @@ TEST(EnvValueTest, CountsAreDecimalWithinTheirRange) {
     EXPECT_THAT(refusal([&] { parse_env_count("CUDASCOPE_SIM_DEVICES", text, 1, 64); }),
                 HasSubstr(std::string("CUDASCOPE_SIM_DEVICES='") + text + "' is not a whole number from 1 to 64"));
   }
-  // The whole unsigned range (an inode number is read this way).
-  EXPECT_EQ(parse_env_count("CUDASCOPE_PROGRESS_FD", "18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
+  // The whole unsigned range.
+  EXPECT_EQ(parse_env_count("CUDASCOPE_CUPTI_BUFFER", "18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
 }
 
 TEST(EnvValueTest, SignedIntegersAreDecimalWithinTheirRange) {
