@@ -28,11 +28,13 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
 
 namespace fs = std::filesystem;
+using cudascope::testing::CliResult;
 using cudascope::testing::run_cli;
 namespace cuda = cudascope::cuda;
 
@@ -136,6 +138,14 @@ int count_kernels(const cudascope::analysis::Trace& trace) {
 
 const std::string kSim = "CUDASCOPE_BACKEND=sim";
 
+// `run -o PATTERN` around a launcher that starts `command` with its descriptors closed (as
+// torchrun starts its workers): run's result, and the worker's pid (-1 when it printed none).
+std::pair<CliResult, long> run_closing_launcher(const std::string& pattern, const std::string& command) {
+  CliResult result = run_cli(kSim, "run -o " + pattern + " -- " + self_path() + " --closing-launcher 0 " + command);
+  const long child = printed_pid(result.output, "child");
+  return {std::move(result), child};
+}
+
 // A fresh directory per test; the traces are whatever files appear in it.
 class RunNoCudaTest : public cudascope::testing::FreshDirectoryTest {
  protected:
@@ -203,10 +213,8 @@ TEST_F(RunNoCudaTest, LauncherThatNeverUsesCudaWritesNoTraceAndItsCudaChildDoes)
 TEST_F(RunNoCudaTest, AWorkerStartedWithItsDescriptorsClosedReportsItsTraceAndCounts) {
   // torchrun's workers start with their descriptors closed: they reach run's progress channel
   // by its path (inject/progress_channel.h), so run counts their events as its own child's.
-  const std::string demo = std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";
-  const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --closing-launcher 0 " + demo);
+  const auto [result, child] = run_closing_launcher(path("t_%p.json"), std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const long child = printed_pid(result.output, "child");
   ASSERT_GT(child, 0) << result.output;
   const std::string trace = path("t_" + std::to_string(child) + ".json");
   EXPECT_EQ(files(), std::set<std::string>{"t_" + std::to_string(child) + ".json"}) << result.output;
@@ -222,10 +230,9 @@ TEST_F(RunNoCudaTest, AWorkerStartedWithItsDescriptorsClosedReportsItsTraceAndCo
 TEST_F(RunNoCudaTest, RunListsTheTraceOfAWorkerThatCannotReachItsProgressChannel) {
   // A worker that cannot open the channel (its environment scrubbed, another mount namespace):
   // run must not say that no process used CUDA, and lists the file the pattern names.
-  const std::string demo = "/usr/bin/env -u CUDASCOPE_PROGRESS " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";
-  const auto result = run_cli(kSim, "run -o " + path("t_%p.json") + " -- " + self_path() + " --closing-launcher 0 " + demo);
+  const auto [result, child] = run_closing_launcher(
+      path("t_%p.json"), "/usr/bin/env -u CUDASCOPE_PROGRESS " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const long child = printed_pid(result.output, "child");
   ASSERT_GT(child, 0) << result.output;
   const std::string trace = path("t_" + std::to_string(child) + ".json");
   EXPECT_EQ(files(), std::set<std::string>{"t_" + std::to_string(child) + ".json"}) << result.output;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -35,6 +36,12 @@ class ProgressChannelTest : public ::testing::Test {
   }
   // The FIFO's read end, as `cudascope run` holds it.
   int open_reader() const { return open(fifo_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); }
+  // The read end, then the write end a recorded process opens through CUDASCOPE_PROGRESS.
+  std::pair<int, int> open_channel() const {
+    const int reader = open_reader();
+    setenv("CUDASCOPE_PROGRESS", fifo_.c_str(), 1);
+    return {reader, open_progress_channel()};
+  }
   std::string dir_, fifo_;
 };
 
@@ -59,10 +66,8 @@ TEST_F(ProgressChannelTest, AFifoNobodyReadsAndAPathThatIsNoFifoAreNoChannel) {
 }
 
 TEST_F(ProgressChannelTest, LinesReachTheReaderWhole) {
-  const int reader = open_reader();
+  const auto [reader, writer] = open_channel();
   ASSERT_GE(reader, 0);
-  setenv("CUDASCOPE_PROGRESS", fifo_.c_str(), 1);
-  const int writer = open_progress_channel();
   ASSERT_GE(writer, 0);
   EXPECT_NE(fcntl(writer, F_GETFD) & FD_CLOEXEC, 0) << "a program's exec'd children open it themselves";
   EXPECT_TRUE(write_progress_line(writer, "trace 42 /t/r_0.json.gz\n"));
@@ -75,10 +80,8 @@ TEST_F(ProgressChannelTest, LinesReachTheReaderWhole) {
 }
 
 TEST_F(ProgressChannelTest, AReaderGoneFailsTheLineWithoutASigpipe) {
-  const int reader = open_reader();
+  const auto [reader, writer] = open_channel();
   ASSERT_GE(reader, 0);
-  setenv("CUDASCOPE_PROGRESS", fifo_.c_str(), 1);
-  const int writer = open_progress_channel();
   ASSERT_GE(writer, 0);
   close(reader);  // run ended; a worker it left running writes on
   // SIGPIPE's default action would end this test's process; it must not even be left pending.
@@ -90,12 +93,10 @@ TEST_F(ProgressChannelTest, AReaderGoneFailsTheLineWithoutASigpipe) {
 }
 
 TEST_F(ProgressChannelTest, AFullFifoDropsTheLineInsteadOfWaiting) {
-  const int reader = open_reader();  // holds the FIFO, never reads: run stopped
+  const auto [reader, writer] = open_channel();
   ASSERT_GE(reader, 0);
-  setenv("CUDASCOPE_PROGRESS", fifo_.c_str(), 1);
-  const int writer = open_progress_channel();
   ASSERT_GE(writer, 0);
-  const std::string line(100, 'x');
+  const std::string line(100, 'x');  // the reader holds the FIFO, never reads: run stopped
   int written = 0;
   while (write_progress_line(writer, line) && written < 100000) ++written;
   EXPECT_GT(written, 0);
