@@ -259,26 +259,35 @@ void check_before_starting(const RunOptions& options) {
 // TMPDIR (mode 0700: only this user's processes can write to it), removed when run ends.
 // Recorded processes open it by path, so workers started with their descriptors closed
 // (torchrun's) report too. Run holds a write end itself: without one, reads would see end
-// of file until the first process opens it, and again between processes.
+// of file until the first process opens it, and again between processes. Where it cannot be
+// made, run says so and goes on without it: the traces are still found and listed, without
+// their counts (unreported_traces).
 class ProgressFifo {
  public:
   ProgressFifo() {
     const char* tmp = std::getenv("TMPDIR");
     std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cudascope-run-XXXXXX";
-    if (mkdtemp(dir.data()) == nullptr) fail("mkdtemp " + dir);
-    dir_ = dir;
-    path_ = dir_ + "/progress";
-    if (mkfifo(path_.c_str(), 0600) != 0) fail("mkfifo " + path_);
-    read_fd_ = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (read_fd_ < 0) fail("open " + path_);
-    keep_open_fd_ = open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (keep_open_fd_ < 0) fail("open " + path_);
+    const char* failed = nullptr;
+    if (mkdtemp(dir.data()) == nullptr) {
+      failed = "mkdtemp";
+    } else {
+      dir_ = dir;
+      path_ = dir_ + "/progress";
+      if (mkfifo(path_.c_str(), 0600) != 0) {
+        failed = "mkfifo";
+      } else if ((read_fd_ = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+                 (keep_open_fd_ = open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+        failed = "open";
+      }
+    }
+    if (failed != nullptr) give_up(failed, path_.empty() ? dir : path_);
   }
   ~ProgressFifo() { remove(); }
   ProgressFifo(const ProgressFifo&) = delete;
   ProgressFifo& operator=(const ProgressFifo&) = delete;
+  // Empty where there is no channel.
   const std::string& path() const { return path_; }
-  int read_fd() const { return read_fd_; }
+  int read_fd() const { return read_fd_; }  // -1 where there is no channel
   // Closes the FIFO and removes it: processes still running write to it no more (their lines
   // fail with EPIPE, never a SIGPIPE), and no later open finds it.
   void remove() noexcept {
@@ -293,10 +302,11 @@ class ProgressFifo {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) {
-    const std::string error = what + ": " + std::strerror(errno);
+  void give_up(const char* call, const std::string& path) {
+    const int error = errno;
+    std::fprintf(stderr, "cudascope: %s %s: %s; recording without progress (traces are listed without counts; TMPDIR "
+                 "names where the channel goes)\n", call, path.c_str(), std::strerror(error));
     remove();
-    throw std::runtime_error(error + " (the progress channel; TMPDIR names where it goes)");
   }
   std::string dir_, path_;
   int read_fd_ = -1, keep_open_fd_ = -1;
@@ -542,13 +552,13 @@ int run_traced(const RunOptions& options) {
     setenv("CUDASCOPE_TRACE", output.c_str(), 1);
     setenv("CUDASCOPE_TRACE_PID", std::to_string(getpid()).c_str(), 1);
     setenv("CUDASCOPE_ACTIVITIES", options.activities.c_str(), 1);
-    setenv("CUDASCOPE_PROGRESS", progress.path().c_str(), 1);
     // The variables run sets are run's: an inherited value (CUDASCOPE_NO_TRACE=x in the
     // shell) must not change what this run records.
     for (const char* owned : {"CUDASCOPE_DELAY", "CUDASCOPE_DURATION", "CUDASCOPE_CUPTI_BUFFER", "CUDASCOPE_NO_TRACE",
-                              "CUDASCOPE_TRACE_TOKEN", "CUDASCOPE_TRACE_WINDOW_DIR"}) {
+                              "CUDASCOPE_TRACE_TOKEN", "CUDASCOPE_TRACE_WINDOW_DIR", "CUDASCOPE_PROGRESS"}) {
       unsetenv(owned);
     }
+    if (!progress.path().empty()) setenv("CUDASCOPE_PROGRESS", progress.path().c_str(), 1);
     if (options.delay > 0) setenv("CUDASCOPE_DELAY", std::to_string(options.delay).c_str(), 1);
     if (options.duration > 0) setenv("CUDASCOPE_DURATION", std::to_string(options.duration).c_str(), 1);
     if (options.cupti_buffer > 0) setenv("CUDASCOPE_CUPTI_BUFFER", std::to_string(options.cupti_buffer).c_str(), 1);

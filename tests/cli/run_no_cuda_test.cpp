@@ -241,6 +241,20 @@ TEST_F(RunNoCudaTest, RunListsTheTraceOfAWorkerThatCannotReachItsProgressChannel
       << result.output;
 }
 
+TEST_F(RunNoCudaTest, WithoutAPlaceForTheProgressChannelRunRecordsAndSaysSo) {
+  const std::string missing = path("no-such-dir");
+  const auto result = run_cli("TMPDIR=" + missing + " " + kSim,
+                              "run -o " + path("t.json") + " -- " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("mkdtemp " + missing), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("recording without progress"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("cudascope: trace " + path("t.json") + " (its process could not report"), std::string::npos)
+      << result.output;
+  const auto read = cudascope::analysis::read_trace(path("t.json"));
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_GT(count_kernels(read.trace), 0);
+}
+
 TEST_F(RunNoCudaTest, RunLeavesNoProgressChannelBehind) {
   // The FIFO and its directory go with run, whatever the program did.
   const std::string tmp = path("tmp");
