@@ -265,8 +265,11 @@ void check_before_starting(const RunOptions& options) {
 class ProgressFifo {
  public:
   ProgressFifo() {
+    // Absolute: a process that changes directory before it opens the FIFO finds it all the same.
     const char* tmp = std::getenv("TMPDIR");
-    std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cudascope-run-XXXXXX";
+    std::error_code absolute_error;
+    const std::filesystem::path base = std::filesystem::absolute(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", absolute_error);
+    std::string dir = (absolute_error ? std::filesystem::path("/tmp") : base).string() + "/cudascope-run-XXXXXX";
     const char* failed = nullptr;
     if (mkdtemp(dir.data()) == nullptr) {
       failed = "mkdtemp";
@@ -282,23 +285,30 @@ class ProgressFifo {
     }
     if (failed != nullptr) give_up(failed, path_.empty() ? dir : path_);
   }
-  ~ProgressFifo() { remove(); }
+  // Only in run itself: a forked child that never reached exec leaves the channel alone.
+  ~ProgressFifo() {
+    if (getpid() != owner_) return;
+    unlink_name();
+    close_ends();
+  }
   ProgressFifo(const ProgressFifo&) = delete;
   ProgressFifo& operator=(const ProgressFifo&) = delete;
   // Empty where there is no channel.
   const std::string& path() const { return path_; }
   int read_fd() const { return read_fd_; }  // -1 where there is no channel
-  // Closes the FIFO and removes it: processes still running write to it no more (their lines
-  // fail with EPIPE, never a SIGPIPE), and no later open finds it.
-  void remove() noexcept {
+  // Removes the FIFO and its directory: no process opens it any more; those that have it open
+  // still write to it until close_ends().
+  void unlink_name() noexcept {
+    if (!path_.empty()) unlink(path_.c_str());
+    if (!dir_.empty()) rmdir(dir_.c_str());
+    dir_.clear();
+  }
+  // Closes run's ends: lines written after fail with EPIPE (never a SIGPIPE, progress_channel.h).
+  void close_ends() noexcept {
     for (int* fd : {&read_fd_, &keep_open_fd_}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
-    if (!path_.empty()) unlink(path_.c_str());
-    if (!dir_.empty()) rmdir(dir_.c_str());
-    path_.clear();
-    dir_.clear();
   }
 
  private:
@@ -306,8 +316,11 @@ class ProgressFifo {
     const int error = errno;
     std::fprintf(stderr, "cudascope: %s %s: %s; recording without progress (traces are listed without counts; TMPDIR "
                  "names where the channel goes)\n", call, path.c_str(), std::strerror(error));
-    remove();
+    unlink_name();
+    close_ends();
+    path_.clear();
   }
+  const pid_t owner_ = getpid();
   std::string dir_, path_;
   int read_fd_ = -1, keep_open_fd_ = -1;
 };
@@ -579,8 +592,11 @@ int run_traced(const RunOptions& options) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  // The name first: a process that opens the channel now fails at once (no counts) rather
+  // than writing into a FIFO nobody reads again.
+  progress.unlink_name();
   std::vector<TraceFile> files = progress_lines.finish();
-  progress.remove();
+  progress.close_ends();
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });

@@ -17,8 +17,9 @@ namespace cudascope::inject {
 // variable is unset, the path is not a FIFO, or no reader holds it open. Never throws.
 int open_progress_channel() noexcept;
 
-// Writes one line (shorter than PIPE_BUF, so lines of several processes never interleave).
-// False when it was not written (no channel, the reader gone, the FIFO full for too long).
+// Writes one line whole, so lines of several processes never interleave; a line longer than
+// PIPE_BUF (a path of thousands of characters) is not written. False when it was not written
+// (no channel, the reader gone, the FIFO full for too long, the line too long).
 bool write_progress_line(int fd, std::string_view line) noexcept;
 
 }  // namespace cudascope::inject

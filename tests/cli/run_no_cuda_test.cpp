@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -256,12 +258,32 @@ TEST_F(RunNoCudaTest, WithoutAPlaceForTheProgressChannelRunRecordsAndSaysSo) {
 }
 
 TEST_F(RunNoCudaTest, RunLeavesNoProgressChannelBehind) {
-  // The FIFO and its directory go with run, whatever the program did.
+  // The FIFO and its directory go with run; the program reported through them meanwhile.
   const std::string tmp = path("tmp");
   std::filesystem::create_directories(tmp);
-  const auto result = run_cli("TMPDIR=" + tmp + " " + kSim, "run -o " + path("t.json") + " -- " + self_path() + " --launcher 0");
+  const auto result = run_cli("TMPDIR=" + tmp + " " + kSim,
+                              "run -o " + path("t.json") + " -- " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2");
   ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output.find("recording without progress"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("cudascope: trace " + path("t.json") + " ("), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("could not report"), std::string::npos) << result.output;
   EXPECT_TRUE(std::filesystem::is_empty(tmp)) << result.output;
+}
+
+TEST_F(RunNoCudaTest, AProgressChannelInRunsOwnEnvironmentIsNotPassedOn) {
+  // CUDASCOPE_PROGRESS left in the shell (from an outer run) names a FIFO this run's program
+  // must not write to; here run has no channel of its own either (TMPDIR missing).
+  const std::string fifo = path("outer");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  const auto result = run_cli("CUDASCOPE_PROGRESS=" + fifo + " TMPDIR=" + path("no-such-dir") + " " + kSim,
+                              "run -o " + path("t.json") + " -- " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  char buffer[64];
+  EXPECT_LE(read(reader, buffer, sizeof buffer), 0) << "the program wrote to the outer channel";
+  close(reader);
+  std::filesystem::remove(fifo);
 }
 
 TEST_F(RunNoCudaTest, RunListsNoFileOfAnEarlierRunOrOfAnotherName) {

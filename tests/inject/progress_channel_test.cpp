@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -84,11 +86,17 @@ TEST_F(ProgressChannelTest, AReaderGoneFailsTheLineWithoutASigpipe) {
   ASSERT_GE(reader, 0);
   ASSERT_GE(writer, 0);
   close(reader);  // run ended; a worker it left running writes on
-  // SIGPIPE's default action would end this test's process; it must not even be left pending.
+  // SIGPIPE's default action ends the process (whatever this test inherited); the write must
+  // raise none that stays pending, and leave the thread's mask as it was.
+  const auto previous_action = std::signal(SIGPIPE, SIG_DFL);
+  sigset_t mask_before, mask_after, pending;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask_before);
   EXPECT_FALSE(write_progress_line(writer, "123 0 42\n"));
-  sigset_t pending;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask_after);
   sigpending(&pending);
   EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
+  EXPECT_EQ(sigismember(&mask_after, SIGPIPE), sigismember(&mask_before, SIGPIPE));
+  std::signal(SIGPIPE, previous_action);
   close(writer);
 }
 
@@ -102,6 +110,18 @@ TEST_F(ProgressChannelTest, AFullFifoDropsTheLineInsteadOfWaiting) {
   EXPECT_GT(written, 0);
   EXPECT_LT(written, 100000) << "the FIFO never filled";
   EXPECT_FALSE(write_progress_line(writer, line)) << "still full: dropped, not waited for";
+  close(writer);
+  close(reader);
+}
+
+TEST_F(ProgressChannelTest, ALineLongerThanPipeBufIsNotWrittenAtAll) {
+  // Part of it could go, and the rest join another process's line.
+  const auto [reader, writer] = open_channel();
+  ASSERT_GE(reader, 0);
+  ASSERT_GE(writer, 0);
+  EXPECT_FALSE(write_progress_line(writer, "trace 42 /" + std::string(PIPE_BUF, 'd') + "\n"));
+  char buffer[16];
+  EXPECT_LE(read(reader, buffer, sizeof buffer), 0) << "nothing of it reached the reader";
   close(writer);
   close(reader);
 }
