@@ -82,7 +82,9 @@ std::chrono::milliseconds median_scrape_time(int port, const char* when) {
   for (int i = 0; i < 5; ++i) {
     const TimedScrape s = scrape(port);
     EXPECT_EQ(status_line(s.response), "HTTP/1.1 200 OK") << "scrape " << i << " " << when;
-    if (s.response) EXPECT_NE(s.response->find("cudascope_device_info"), std::string::npos) << when;
+    if (s.response) {
+      EXPECT_NE(s.response->find("cudascope_device_info"), std::string::npos) << when;
+    }
     took.push_back(s.took);
   }
   std::sort(took.begin(), took.end());
