@@ -24,4 +24,9 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* 
   return cudascope::profiler::install_nvtx_handlers(get_export_table);
 }
 
+// The same library, for each NVTX extension module an instance first uses (its module info).
+__attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void* module_info) {
+  return cudascope::profiler::install_nvtx_extension_handlers(module_info);
+}
+
 }  // extern "C"

@@ -9,6 +9,7 @@
 
 #include <cudascope/cuda/nvtx.h>
 #include <cudascope/cuda/memory.h>
+#include <cudascope/util/nvtx_payload_slots.h>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -110,14 +111,20 @@ int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return push(message_of(a)
 int NVTX_API pop() { return pop_range(); }
 int NVTX_API domain_push_ex(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return push(message_of(a).c_str()); }
 int NVTX_API domain_pop(nvtxDomainHandle_t) { return pop_range(); }
+// The payload extension's push and pop (util/nvtx_payload_slots.h): NCCL pops its init calls'
+// ranges with nvtxRangePopPayload, which must leave the stack as the push found it.
+int NVTX_API push_payload(nvtxDomainHandle_t, const nvtxPayloadData_t*, std::size_t) { return push(""); }
+int NVTX_API pop_payload(nvtxDomainHandle_t, const nvtxPayloadData_t*, std::size_t) { return pop_range(); }
 // Registered strings are handed back as their text, which message_of reads.
 nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t, const char* text) {
   return reinterpret_cast<nvtxStringHandle_t>(strdup(text == nullptr ? "" : text));
 }
 
-bool from_the_runtime(const void* get_export_table) {
+// Whether `address` (an NVTX instance's export table, or its extension's function slots) is
+// the runtime library's own instance.
+bool from_the_runtime(const void* address) {
   Dl_info caller{}, runtime{};
-  return dladdr(get_export_table, &caller) != 0 &&
+  return dladdr(address, &caller) != 0 &&
          dladdr(reinterpret_cast<const void*>(&nvtx::range_stack), &runtime) != 0 &&
          caller.dli_fbase == runtime.dli_fbase;
 }
@@ -155,4 +162,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     set(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &register_string_a);
   });
   return core ? 1 : 0;
+}
+
+// The same library for each NVTX extension module an instance first uses: the payload
+// extension's range push and pop join the thread's stack (the runtime's own instance, which
+// never makes these calls, is left alone as above).
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t* module) {
+  if (module != nullptr && module->segmentsCount > 0 && module->segments != nullptr &&
+      !from_the_runtime(module->segments[0].functionSlots)) {
+    cudascope::util::fill_nvtx_payload_range_slots(module, {&push_payload, &pop_payload, nullptr, nullptr});
+  }
+  return 1;
 }

@@ -97,6 +97,10 @@ const char* cudascope_torch_last_error(void);
 // thread with none open (PyTorch's autograd thread) borrows those of the thread that last
 // opened or closed one (see nvtx_bridge.h).
 int InitializeInjectionNvtx2(const void* (*get_export_table)(unsigned int));
+// The same for each NVTX extension module (an nvtxExtModuleInfo_t): the payload extension's
+// range push and pop (NCCL ends its init calls' ranges with nvtxRangePopPayload) keep the
+// thread's ranges paired.
+int InitializeInjectionNvtxExtension(struct nvtxExtModuleInfo_t* module);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,8 +11,10 @@
 #include <cudascope/cuda/instrumentation.h>
 #include <cudascope/profiler/record_buffers.h>
 #include <cudascope/profiler/strings.h>
+#include <cudascope/util/nvtx_payload_slots.h>
 
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include <atomic>
 #include <cstring>
@@ -28,9 +30,9 @@ std::atomic<bool> handlers_installed{false};
 std::atomic<std::uint64_t> next_range_id{1};
 [[gnu::tls_model("initial-exec")]] thread_local int push_depth = 0;
 // The communicator of the NCCL range open on this thread (nccl_nvtx.h). Set by every push in
-// the NCCL domain (0 for a range naming none) and cleared by its pop: NCCL's ranges that name
-// a communicator do not nest, and a range NCCL never pops (it ends its init ranges with
-// nvtxRangePopPayload, an extension call these handlers do not receive) names none.
+// the NCCL domain (0 for a range naming none) and cleared by its pop (nvtxDomainRangePop, or
+// nvtxRangePopPayload, with which NCCL ends its init ranges): NCCL's ranges that name a
+// communicator do not nest.
 [[gnu::tls_model("initial-exec")]] thread_local std::uint64_t nccl_communicator_open = 0;
 // NCCL's group calls on this thread (ncclGroupStart ... ncclGroupEnd, which nest): the group's
 // calls only enqueue, and the outermost ncclGroupEnd launches their kernels inside its own
@@ -243,6 +245,29 @@ nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t domain, const nvtxEven
 void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) {
   if (nvtx_recording()) emit_nvtx_end(RecordKind::kNvtxRangeEnd, 0, id, now());
 }
+// NVTX's payload extension (nvToolsExtPayload.h): ranges whose attributes come in payloads
+// of registered schemas. NCCL pushes its init calls' ranges with nvtxDomainRangePushEx and
+// pops them with nvtxRangePopPayload; a pop not seen here left that range open on its thread,
+// so the program's next pop (its training step's) closed it instead, and every later range of
+// the thread nested in that step. The payloads are not decoded (their schemas are registered
+// through calls not handled here): a range pushed with one is named after its domain.
+const char* domain_name(nvtxDomainHandle_t domain) noexcept {
+  return domain == nullptr ? "" : reinterpret_cast<const char*>(domain);  // interned, as domain_create_a made it
+}
+int NVTX_API push_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t*, std::size_t) {
+  if (domain == nccl_domain()) nccl_communicator_open = 0;  // a range naming no communicator
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxPush, domain_name(domain), domain_id(domain), 0);
+  return push_depth++;
+}
+int NVTX_API pop_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t*, std::size_t) { return domain_pop(domain); }
+nvtxRangeId_t NVTX_API start_payload(nvtxDomainHandle_t domain, const nvtxPayloadData_t*, std::size_t) {
+  const std::uint64_t id = next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (nvtx_recording()) emit_ascii(RecordKind::kNvtxRangeStart, domain_name(domain), domain_id(domain), id);
+  return id;
+}
+void NVTX_API end_payload(nvtxDomainHandle_t domain, nvtxRangeId_t id, const nvtxPayloadData_t*, std::size_t) {
+  domain_end(domain, id);
+}
 void NVTX_API domain_name_category_a(nvtxDomainHandle_t, std::uint32_t, const char*) {}
 void NVTX_API initialize(const void*) {}
 
@@ -295,6 +320,13 @@ int install_nvtx_handlers(NvtxExportTableGetter get_export_table) noexcept {
     set(table, size, NVTX_CBID_CORE2_Initialize, &initialize);
   }
   handlers_installed.store(true);
+  return 1;
+}
+
+int install_nvtx_extension_handlers(void* module_info) noexcept {
+  using namespace detail;
+  util::fill_nvtx_payload_range_slots(static_cast<const nvtxExtModuleInfo_t*>(module_info),
+                                      {&push_payload, &pop_payload, &start_payload, &end_payload});
   return 1;
 }
 

@@ -7,7 +7,7 @@
 set -uo pipefail
 export LC_ALL=C  # one collation for sort and comm
 lib=${1:?usage: inject_exports_test.sh path/to/libcudascope_inject.so}
-expected=$(printf '%s\n' InitializeInjection InitializeInjectionNvtx2 cudascope_sim_attach)
+expected=$(printf '%s\n' InitializeInjection InitializeInjectionNvtx2 InitializeInjectionNvtxExtension cudascope_sim_attach)
 
 # Defined dynamic symbols (the version nodes' own names, type A, left out; a name with
 # @VERSION counts under its bare name).

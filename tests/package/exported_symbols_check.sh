@@ -10,7 +10,7 @@
 set -uo pipefail
 dir=${1:?usage: exported_symbols_check.sh DIR}
 own_cxx='^((typeinfo|typeinfo name|vtable|VTT|guard variable|construction vtable) for |(non-)?virtual thunk to )?cudascope::'
-own_c='^(cudascope_[A-Za-z0-9_]+|InitializeInjection|InitializeInjectionNvtx2)$'
+own_c='^(cudascope_[A-Za-z0-9_]+|InitializeInjection|InitializeInjectionNvtx2|InitializeInjectionNvtxExtension)$'
 # The loader's names: the C library, libgcc, libstdc++, our own libraries and what they load
 # on purpose (CUPTI, zlib, simdjson, prometheus-cpp).
 allowed_needed='^(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux-x86-64|ld-linux-aarch64|libcudascope_[a-z_]+|libcupti|libz|libsimdjson|libprometheus-cpp-[a-z]+)\.so(\.[0-9.]+)?$'

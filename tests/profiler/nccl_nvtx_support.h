@@ -71,6 +71,15 @@ class FakeNvtxInstance {
     return reinterpret_cast<nvtxStringHandle_t (*)(nvtxDomainHandle_t, const char*)>(
         core2_[NVTX_CBID_CORE2_DomainRegisterStringA])(domain, text);
   }
+  // A range with an ASCII message (`domain` null: the default domain, as torch.cuda.nvtx's).
+  void push_message(nvtxDomainHandle_t domain, const char* message) const {
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = message;
+    push(domain, a);
+  }
   // The range NCCL_NVTX3_FUNC_RANGE pushes in `function` (ncclGroupStart, ncclGroupEnd): its
   // name as a registered string, no payload (also a call whose payload names no communicator).
   void push_registered(nvtxDomainHandle_t domain, const char* function) const {

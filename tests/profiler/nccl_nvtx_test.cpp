@@ -4,6 +4,7 @@
 
 #include "nccl_nvtx_support.h"
 
+#include <cudascope/profiler/nvtx_injection.h>
 #include <cudascope/profiler/record.h>
 #include <cudascope/profiler/session.h>
 #include <cudascope/profiler/trace_sink.h>
@@ -194,6 +195,90 @@ TEST(NcclNvtxHandlerTest, AGroupOnOneCommunicatorLendsItToTheRangeOfItsEnd) {
   }
   EXPECT_EQ(group_end_payloads, (std::vector<std::uint64_t>{kCommHash, 0, kOther, 0, 0, 0, 0}))
       << "the trace's ncclGroupEnd ranges carry the communicator their group was on";
+}
+
+// (Here, not in nccl_nvtx_support.h: NVTX declares the module types with internal visibility.)
+// The payload extension's module as a program's NVTX instance hands it to
+// InitializeInjectionNvtxExtension (its function slots, all fresh), and calls through them.
+struct FakePayloadExtension {
+  explicit FakePayloadExtension(std::uint16_t module_id = NVTX_EXT_PAYLOAD_MODULEID,
+                                std::uint16_t compat_id = NVTX_EXT_PAYLOAD_COMPATID)
+      : segment{0, kSlots, slots},
+        module{NVTX_VERSION, sizeof(nvtxExtModuleInfo_t), module_id, compat_id, 1, &segment, nullptr, nullptr} {}
+  FakePayloadExtension(const FakePayloadExtension&) = delete;  // `module` points at `segment`, which points at `slots`
+  int push(nvtxDomainHandle_t domain) const {
+    return reinterpret_cast<int (*)(nvtxDomainHandle_t, const nvtxPayloadData_t*, std::size_t)>(
+        slots[NVTX3EXT_CBID_nvtxRangePushPayload])(domain, nullptr, 0);
+  }
+  int pop(nvtxDomainHandle_t domain) const {
+    return reinterpret_cast<int (*)(nvtxDomainHandle_t, const nvtxPayloadData_t*, std::size_t)>(
+        slots[NVTX3EXT_CBID_nvtxRangePopPayload])(domain, nullptr, 0);
+  }
+
+  static constexpr std::size_t kSlots = 63;  // nvtxExtImplPayload_v1.h's NVTX_EXT_PAYLOAD_SLOT_COUNT
+  std::intptr_t slots[kSlots] = {};
+  nvtxExtModuleSegment_t segment;
+  nvtxExtModuleInfo_t module;
+};
+
+// NCCL pushes its init calls' ranges with nvtxDomainRangePushEx and pops them with
+// nvtxRangePopPayload, a call of the payload extension. When NCCL made its communicators
+// inside a training step (PyTorch's first collective of a group), a pop not taken left NCCL's
+// range open, the step's own pop closed it instead, and every later step nested in that one.
+TEST(NcclNvtxHandlerTest, APopThroughThePayloadExtensionClosesNcclsRangeNotTheProgramsStep) {
+  FakeNvtxInstance nvtx;
+  ASSERT_TRUE(nvtx.install());
+  FakePayloadExtension payload;
+  ASSERT_EQ(install_nvtx_extension_handlers(&payload.module), 1);
+  Session session(sim_options());
+  session.start();
+  const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
+  for (const char* step : {"step -1", "step 0"}) {
+    nvtx.push_message(nullptr, step);
+    if (std::string(step) == "step -1") {
+      nvtx.push_registered(nccl, "ncclCommInitRankConfig");
+      payload.pop(nccl);
+      payload.push(nccl);  // a range pushed with a payload, popped as usual
+      nvtx.pop(nccl);
+    }
+    nvtx.pop(nullptr);
+  }
+  session.stop();
+
+  MemorySink sink;
+  session.export_to(sink);
+  std::vector<std::string> open;  // the ranges open on the thread, as the trace pairs them
+  std::vector<std::string> closed;
+  for (const Record& r : sink.records()) {
+    if (r.kind == RecordKind::kNvtxPush) open.emplace_back(r.u.nvtx.text, r.text_size);
+    if (r.kind == RecordKind::kNvtxPop) {
+      ASSERT_FALSE(open.empty());
+      closed.push_back(open.back());
+      open.pop_back();
+    }
+  }
+  EXPECT_EQ(closed, (std::vector<std::string>{"ncclCommInitRankConfig", "NCCL", "step -1", "step 0"}))
+      << "a range pushed with a payload is named after its domain";
+  EXPECT_TRUE(open.empty());
+}
+
+TEST(NcclNvtxHandlerTest, OnlyThePayloadExtensionsRangeSlotsAreTaken) {
+  FakePayloadExtension payload;
+  ASSERT_EQ(install_nvtx_extension_handlers(&payload.module), 1);
+  for (std::size_t id = 0; id < FakePayloadExtension::kSlots; ++id) {
+    const bool range_call = id == NVTX3EXT_CBID_nvtxRangePushPayload || id == NVTX3EXT_CBID_nvtxRangePopPayload ||
+                            id == NVTX3EXT_CBID_nvtxRangeStartPayload || id == NVTX3EXT_CBID_nvtxRangeEndPayload;
+    EXPECT_EQ(payload.slots[id] != 0, range_call) << "slot " << id << " (schemas, marks and the rest stay no-ops)";
+  }
+  FakePayloadExtension other_module(NVTX_EXT_PAYLOAD_MODULEID + 1);
+  FakePayloadExtension older(NVTX_EXT_PAYLOAD_MODULEID, 0x0102);
+  EXPECT_EQ(install_nvtx_extension_handlers(&other_module.module), 1) << "NVTX goes on with its own no-ops";
+  EXPECT_EQ(install_nvtx_extension_handlers(&older.module), 1);
+  for (std::size_t id = 0; id < FakePayloadExtension::kSlots; ++id) {
+    EXPECT_EQ(other_module.slots[id], 0) << "another extension module's slot " << id;
+    EXPECT_EQ(older.slots[id], 0) << "a payload extension whose slots may be numbered otherwise: slot " << id;
+  }
+  EXPECT_EQ(install_nvtx_extension_handlers(nullptr), 1);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include <chrono>
 #include <cstdio>
@@ -249,6 +250,25 @@ TEST_F(TorchAllocatorTest, NvtxRangesOfAnotherInstanceAnnotateTheHistory) {
   ASSERT_EQ(written, 0) << cudascope_torch_last_error();
   EXPECT_THAT(read_file(path), HasSubstr("train_step;forward"));
   std::filesystem::remove(path);
+}
+
+// NCCL pushes its init calls' ranges with nvtxDomainRangePushEx and pops them with
+// nvtxRangePopPayload (the payload extension): that pop must close NCCL's range, or every
+// allocation after NCCL's first communicator carried it, and the step's own pop closed it.
+TEST_F(TorchAllocatorTest, APopThroughTheNvtxPayloadExtensionClosesTheRangeItEnds) {
+  nvtxRangePushA("step 0");
+  const nvtxDomainHandle_t nccl = nvtxDomainCreateA("NCCL");
+  nvtxEventAttributes_t init{};
+  init.version = NVTX_VERSION;
+  init.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  init.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  init.message.ascii = "ncclCommInitRankConfig";
+  nvtxDomainRangePushEx(nccl, &init);
+  EXPECT_THAT(cuda::nvtx::range_stack(), ::testing::ElementsAre("step 0", "ncclCommInitRankConfig"));
+  nvtxRangePopPayload(nccl, nullptr, 0);
+  EXPECT_THAT(cuda::nvtx::range_stack(), ::testing::ElementsAre("step 0"));
+  nvtxRangePop();
+  EXPECT_TRUE(cuda::nvtx::range_stack().empty());
 }
 
 // PyTorch's backward pass allocates on its autograd thread, which opens no range, while the

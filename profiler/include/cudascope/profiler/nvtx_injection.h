@@ -15,4 +15,11 @@ using NvtxExportTableGetter = const void* (*)(std::uint32_t export_table_id);
 // once per NVTX instance in the process (each library with its own copy of nvtx3 calls it).
 int install_nvtx_handlers(NvtxExportTableGetter get_export_table) noexcept;
 
+// Fills the payload extension's function slots (nvToolsExtPayload.h) with handlers for its
+// range calls, so that a range pushed or popped through them (NCCL pops its init calls'
+// ranges with nvtxRangePopPayload) keeps the thread's ranges paired. `module_info` is the
+// nvtxExtModuleInfo_t NVTX passes to InitializeInjectionNvtxExtension, once per extension
+// module and instance; other modules are left as they are. Returns 1 (NVTX goes on either way).
+int install_nvtx_extension_handlers(void* module_info) noexcept;
+
 }  // namespace cudascope::profiler
