@@ -250,15 +250,29 @@ TEST(CliE2eTest, ServeAnswersAScrapeOverHttp) {
   EXPECT_THAT(serve.output(), HasSubstr("stopped serving metrics"));
 }
 
-// `view` execs the viewer on the files; headless (Qt's offscreen platform) it opens them and
-// stays up, as a window would, until stopped.
-TEST(CliE2eTest, ViewOpensTheFilesInTheViewerHeadless) {
+// `view` names a file it cannot open before any viewer starts (built or not).
+TEST(CliE2eTest, ViewRefusesAMissingFile) {
   const auto missing = run_cli("", "view " + temp("no_such_snapshot.pickle"));
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.output, HasSubstr("no_such_snapshot.pickle: No such file or directory"));
-#ifndef CUDASCOPE_VIEWER_BUILT
-  GTEST_SKIP() << "the viewer is not built here (CUDASCOPE_WITH_GUI=OFF or no Qt 6)";
-#else
+}
+
+// `view --select` without --screenshot, and --match 0, are refused before any viewer starts.
+TEST(CliE2eTest, ViewRefusesScreenshotOptionsMisused) {
+  const std::string trace = data("trace_golden.json"), png = temp("view_screenshot.png");
+  const auto orphan = run_cli("", "view --select add_kernel " + trace);
+  EXPECT_NE(orphan.exit_code, 0);
+  EXPECT_THAT(orphan.output, HasSubstr("--screenshot"));
+  const auto zeroth = run_cli("", "view --screenshot " + png + " --select add_kernel --match 0 " + trace);
+  EXPECT_NE(zeroth.exit_code, 0);
+  EXPECT_THAT(zeroth.output, HasSubstr("--match"));
+}
+
+// The viewer's own tests: only where it is built (CUDASCOPE_WITH_GUI and Qt 6).
+#ifdef CUDASCOPE_VIEWER_BUILT
+// `view` execs the viewer on the files; headless (Qt's offscreen platform) it opens them and
+// stays up, as a window would, until stopped.
+TEST(CliE2eTest, ViewOpensTheFilesInTheViewerHeadless) {
   const std::string snapshot = data("snap_small.json"), trace = data("trace_golden.json");
   Background view({"view", snapshot, trace}, "view.log",
                   {"CUDASCOPE_BACKEND=sim", "QT_QPA_PLATFORM=offscreen", "CUDASCOPE_VIEWER_NO_DIALOGS=1"});
@@ -278,23 +292,12 @@ TEST(CliE2eTest, ViewOpensTheFilesInTheViewerHeadless) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_TRUE(view.running()) << "the viewer exited while opening the files: " << view.output();
   EXPECT_EQ(view.stop(), 128 + SIGTERM) << view.output();
-#endif
 }
 
 // `view --screenshot PNG --select TEXT --match N` passes them to the viewer, which saves the
-// window with the N-th matching event selected and quits; the options' misuse is refused
-// before any viewer starts.
+// window with the N-th matching event selected and quits.
 TEST(CliE2eTest, ViewSavesAScreenshotWithTheSelectedEvent) {
   const std::string trace = data("trace_golden.json"), png = temp("view_screenshot.png");
-  const auto orphan = run_cli("", "view --select add_kernel " + trace);
-  EXPECT_NE(orphan.exit_code, 0);
-  EXPECT_THAT(orphan.output, HasSubstr("--screenshot"));
-  const auto zeroth = run_cli("", "view --screenshot " + png + " --select add_kernel --match 0 " + trace);
-  EXPECT_NE(zeroth.exit_code, 0);
-  EXPECT_THAT(zeroth.output, HasSubstr("--match"));
-#ifndef CUDASCOPE_VIEWER_BUILT
-  GTEST_SKIP() << "the viewer is not built here (CUDASCOPE_WITH_GUI=OFF or no Qt 6)";
-#else
   std::filesystem::remove(png);
   const auto saved = run_cli("CUDASCOPE_BACKEND=sim QT_QPA_PLATFORM=offscreen CUDASCOPE_VIEWER_NO_DIALOGS=1",
                              "view --screenshot " + png + " --select add_kernel --match 1 " + trace);
@@ -306,8 +309,8 @@ TEST(CliE2eTest, ViewSavesAScreenshotWithTheSelectedEvent) {
   const auto none = run_cli("CUDASCOPE_BACKEND=sim QT_QPA_PLATFORM=offscreen CUDASCOPE_VIEWER_NO_DIALOGS=1",
                             "view --screenshot " + png + " --select no_such_event_name " + trace);
   EXPECT_EQ(none.exit_code, 1) << none.output;
-#endif
 }
+#endif  // CUDASCOPE_VIEWER_BUILT
 
 // The (ph, cat) pairs of a trace's events.
 std::set<std::pair<std::string, std::string>> event_kinds(const std::string& path) {
