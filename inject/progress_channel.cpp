@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -11,7 +12,6 @@
 #include <ctime>
 #include <new>
 #include <string>
-#include <unistd.h>
 
 namespace cudascope::inject {
 namespace {
