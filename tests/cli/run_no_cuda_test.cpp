@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -88,6 +90,27 @@ int nvtx_only(int, char**) {
   return 0;
 }
 
+// Three training steps, the first of which makes an NCCL communicator, as PyTorch does at a
+// process group's first collective: NCCL pushes its init range with nvtxDomainRangePushEx and
+// pops it with the payload extension's nvtxRangePopPayload.
+int nccl_init_in_first_step(int, char**) {
+  const nvtxDomainHandle_t nccl = nvtxDomainCreateA("NCCL");
+  for (int i = 0; i < 3; ++i) {
+    nvtxRangePushA(("step " + std::to_string(i)).c_str());
+    if (i == 0) {
+      nvtxEventAttributes_t init{};
+      init.version = NVTX_VERSION;
+      init.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+      init.messageType = NVTX_MESSAGE_TYPE_ASCII;
+      init.message.ascii = "ncclCommInitRankConfig";
+      nvtxDomainRangePushEx(nccl, &init);
+      nvtxRangePopPayload(nccl, nullptr, 0);
+    }
+    nvtxRangePop();
+  }
+  return 0;
+}
+
 // Kernels until killed; raises SIGKILL itself after argv[2] steps when given.
 int endless(int argc, char** argv) {
   const long kill_after = argc > 2 ? std::atol(argv[2]) : -1;
@@ -115,6 +138,7 @@ const cudascope::testing::ChildModeRegistrar launcher_mode("--launcher", &launch
 const cudascope::testing::ChildModeRegistrar closing_launcher_mode("--closing-launcher", &closing_launcher);
 const cudascope::testing::ChildModeRegistrar idle_mode("--idle", &idle);
 const cudascope::testing::ChildModeRegistrar nvtx_mode("--nvtx-only", &nvtx_only);
+const cudascope::testing::ChildModeRegistrar nccl_init_mode("--nccl-init-in-first-step", &nccl_init_in_first_step);
 const cudascope::testing::ChildModeRegistrar endless_mode("--endless", &endless);
 
 std::string self_path() {
@@ -356,6 +380,28 @@ TEST_F(RunNoCudaTest, ProcessThatCallsOnlyNvtxKeepsItsTrace) {
   int ranges = 0;
   for (const auto& e : read.trace.events) ranges += e.ph == "B" && e.name == "load batch";
   EXPECT_EQ(ranges, 3);
+}
+
+TEST_F(RunNoCudaTest, NcclsInitRangeEndedThroughThePayloadExtensionLeavesTheStepsApart) {
+  // Through the real NVTX loader: the injection library's InitializeInjectionNvtxExtension.
+  const auto result = run_cli(kSim, "run -o " + path("steps.json") + " -- " + self_path() + " --nccl-init-in-first-step");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto read = cudascope::analysis::read_trace(path("steps.json"));
+  ASSERT_TRUE(read.ok()) << read.error;
+  // Each range as the trace pairs its "B" and "E" (per thread, innermost first).
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> ranges;
+  std::map<std::int64_t, std::vector<const cudascope::analysis::TraceEvent*>> open;
+  for (const auto& e : read.trace.events) {
+    if (e.ph == "B") open[e.tid].push_back(&e);
+    if (e.ph == "E" && !open[e.tid].empty()) {
+      ranges[open[e.tid].back()->name] = {open[e.tid].back()->ts_ns, e.ts_ns};
+      open[e.tid].pop_back();
+    }
+  }
+  ASSERT_EQ(ranges.size(), 4u) << result.output;
+  EXPECT_LE(ranges["ncclCommInitRankConfig"].second, ranges["step 0"].second) << "NCCL's range ends inside its step";
+  EXPECT_LE(ranges["step 0"].second, ranges["step 1"].first) << "step 0 ends before step 1 begins";
+  EXPECT_LE(ranges["step 1"].second, ranges["step 2"].first);
 }
 
 TEST_F(RunNoCudaTest, ProcessEndedBySigtermWithoutUsingCudaWritesNoTrace) {
