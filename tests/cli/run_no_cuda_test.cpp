@@ -5,6 +5,7 @@
 // exit, SIGTERM and SIGKILL; an NVTX-only process keeps its trace; a process whose file is
 // named late never overwrites the trace of one that ended meanwhile.
 #include "fresh_directory_test.h"
+#include "nvtx_message.h"
 #include "run_cli.h"
 #include "test_support.h"
 
@@ -98,11 +99,7 @@ int nccl_init_in_first_step(int, char**) {
   for (int i = 0; i < 3; ++i) {
     nvtxRangePushA(("step " + std::to_string(i)).c_str());
     if (i == 0) {
-      nvtxEventAttributes_t init{};
-      init.version = NVTX_VERSION;
-      init.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-      init.messageType = NVTX_MESSAGE_TYPE_ASCII;
-      init.message.ascii = "ncclCommInitRankConfig";
+      const nvtxEventAttributes_t init = cudascope::testing::nvtx_message("ncclCommInitRankConfig");
       nvtxDomainRangePushEx(nccl, &init);
       nvtxRangePopPayload(nccl, nullptr, 0);
     }

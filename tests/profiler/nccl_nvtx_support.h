@@ -2,6 +2,8 @@
 // NCCL's NVTX calls for the profiler's tests: event attributes as NCCL builds them, and a
 // program's NVTX instance that calls the installed handlers.
 
+#include "nvtx_message.h"
+
 #include <cudascope/profiler/nvtx_injection.h>
 
 #include <nvtx3/nvToolsExt.h>
@@ -73,12 +75,7 @@ class FakeNvtxInstance {
   }
   // A range with an ASCII message (`domain` null: the default domain, as torch.cuda.nvtx's).
   void push_message(nvtxDomainHandle_t domain, const char* message) const {
-    nvtxEventAttributes_t a{};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = message;
-    push(domain, a);
+    push(domain, cudascope::testing::nvtx_message(message));
   }
   // The range NCCL_NVTX3_FUNC_RANGE pushes in `function` (ncclGroupStart, ncclGroupEnd): its
   // name as a registered string, no payload (also a call whose payload names no communicator).

@@ -81,23 +81,34 @@ SessionOptions sim_options() {
   return options;
 }
 
-std::vector<Record> pushes_of(const Session& session) {
+std::vector<Record> records_of(const Session& session) {
   MemorySink sink;
   session.export_to(sink);
+  return sink.records();
+}
+
+std::vector<Record> pushes_of(const Session& session) {
   std::vector<Record> out;
-  for (const Record& r : sink.records()) {
+  for (const Record& r : records_of(session)) {
     if (r.kind == RecordKind::kNvtxPush) out.push_back(r);
   }
   return out;
 }
 
-// Each test runs in its own process (gtest_discover_tests), so the handlers installed here
-// replace no other test's NVTX.
-TEST(NcclNvtxHandlerTest, AnNcclRangeCarriesItsCommunicatorAsPayloadAndOtherDomainsDoNot) {
+// The NVTX handlers installed into a program's NVTX instance, recording through a session on
+// the sim backend. Each test runs in its own process (gtest_discover_tests), so the handlers
+// installed here replace no other test's NVTX.
+class NcclNvtxHandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(nvtx.install());
+    session.start();
+  }
   FakeNvtxInstance nvtx;
-  ASSERT_TRUE(nvtx.install());
-  Session session(sim_options());
-  session.start();
+  Session session{sim_options()};
+};
+
+TEST_F(NcclNvtxHandlerTest, AnNcclRangeCarriesItsCommunicatorAsPayloadAndOtherDomainsDoNot) {
   EXPECT_FALSE(detail::nccl_in_process());
   const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
   const nvtxDomainHandle_t other = nvtx.create_domain("other library");
@@ -121,11 +132,7 @@ TEST(NcclNvtxHandlerTest, AnNcclRangeCarriesItsCommunicatorAsPayloadAndOtherDoma
   EXPECT_EQ(pushes[1].u.nvtx.payload_kind, NvtxPayloadKind::kNone) << "extended payloads of other domains are not read";
 }
 
-TEST(NcclNvtxHandlerTest, AnNcclRangeWithoutACommunicatorCarriesNoPayload) {
-  FakeNvtxInstance nvtx;
-  ASSERT_TRUE(nvtx.install());
-  Session session(sim_options());
-  session.start();
+TEST_F(NcclNvtxHandlerTest, AnNcclRangeWithoutACommunicatorCarriesNoPayload) {
   const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
   const OldAllReducePayload old{4096, 0};
   NcclAttributes before_2_25(kAllReduceSchema, &old, sizeof old);
@@ -162,11 +169,7 @@ std::vector<std::uint64_t> open_communicators(const FakeNvtxInstance& nvtx, nvtx
   return seen;
 }
 
-TEST(NcclNvtxHandlerTest, AGroupOnOneCommunicatorLendsItToTheRangeOfItsEnd) {
-  FakeNvtxInstance nvtx;
-  ASSERT_TRUE(nvtx.install());
-  Session session(sim_options());
-  session.start();
+TEST_F(NcclNvtxHandlerTest, AGroupOnOneCommunicatorLendsItToTheRangeOfItsEnd) {
   const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
   constexpr std::uint64_t kOther = 0x0123456789abcdefULL;
   const std::vector<GroupCall> one = {{"ncclGroupStart", 0}, {"ncclAllReduce", kCommHash}, {"ncclAllReduce", kCommHash},
@@ -225,13 +228,9 @@ struct FakePayloadExtension {
 // nvtxRangePopPayload, a call of the payload extension. When NCCL made its communicators
 // inside a training step (PyTorch's first collective of a group), a pop not taken left NCCL's
 // range open, the step's own pop closed it instead, and every later step nested in that one.
-TEST(NcclNvtxHandlerTest, APopThroughThePayloadExtensionClosesNcclsRangeNotTheProgramsStep) {
-  FakeNvtxInstance nvtx;
-  ASSERT_TRUE(nvtx.install());
+TEST_F(NcclNvtxHandlerTest, APopThroughThePayloadExtensionClosesNcclsRangeNotTheProgramsStep) {
   FakePayloadExtension payload;
   ASSERT_EQ(install_nvtx_extension_handlers(&payload.module), 1);
-  Session session(sim_options());
-  session.start();
   const nvtxDomainHandle_t nccl = nvtx.create_domain("NCCL");
   for (const char* step : {"step -1", "step 0"}) {
     nvtx.push_message(nullptr, step);
@@ -245,11 +244,9 @@ TEST(NcclNvtxHandlerTest, APopThroughThePayloadExtensionClosesNcclsRangeNotThePr
   }
   session.stop();
 
-  MemorySink sink;
-  session.export_to(sink);
   std::vector<std::string> open;  // the ranges open on the thread, as the trace pairs them
   std::vector<std::string> closed;
-  for (const Record& r : sink.records()) {
+  for (const Record& r : records_of(session)) {
     if (r.kind == RecordKind::kNvtxPush) open.emplace_back(r.u.nvtx.text, r.text_size);
     if (r.kind == RecordKind::kNvtxPop) {
       ASSERT_FALSE(open.empty());
@@ -262,7 +259,7 @@ TEST(NcclNvtxHandlerTest, APopThroughThePayloadExtensionClosesNcclsRangeNotThePr
   EXPECT_TRUE(open.empty());
 }
 
-TEST(NcclNvtxHandlerTest, OnlyThePayloadExtensionsRangeSlotsAreTaken) {
+TEST(NvtxPayloadExtensionTest, OnlyItsRangeSlotsAreTaken) {
   FakePayloadExtension payload;
   ASSERT_EQ(install_nvtx_extension_handlers(&payload.module), 1);
   for (std::size_t id = 0; id < FakePayloadExtension::kSlots; ++id) {

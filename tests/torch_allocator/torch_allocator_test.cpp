@@ -2,6 +2,7 @@
 // them (the hooks) and as the Python module calls them (the figures).
 #include "torch_allocator.h"
 
+#include "nvtx_message.h"
 #include "test_support.h"
 
 #include <cudascope/cuda/device.h>
@@ -258,11 +259,7 @@ TEST_F(TorchAllocatorTest, NvtxRangesOfAnotherInstanceAnnotateTheHistory) {
 TEST_F(TorchAllocatorTest, APopThroughTheNvtxPayloadExtensionClosesTheRangeItEnds) {
   nvtxRangePushA("step 0");
   const nvtxDomainHandle_t nccl = nvtxDomainCreateA("NCCL");
-  nvtxEventAttributes_t init{};
-  init.version = NVTX_VERSION;
-  init.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-  init.messageType = NVTX_MESSAGE_TYPE_ASCII;
-  init.message.ascii = "ncclCommInitRankConfig";
+  const nvtxEventAttributes_t init = cudascope::testing::nvtx_message("ncclCommInitRankConfig");
   nvtxDomainRangePushEx(nccl, &init);
   EXPECT_THAT(cuda::nvtx::range_stack(), ::testing::ElementsAre("step 0", "ncclCommInitRankConfig"));
   nvtxRangePopPayload(nccl, nullptr, 0);
