@@ -180,9 +180,7 @@ void export_live_metrics_environment(const LiveMetricsOptions& m, std::string ac
   }
   if (m.no_trace) setenv("CUDASCOPE_NO_TRACE", "1", 1);
   if (m.no_trace && !m.label_nvtx && activities == "default") {
-    // Launch records carry only what a trace draws (flows) and the NVTX label: metrics
-    // alone do without them, one CUPTI record less per kernel launch.
-    const auto set = cudascope::profiler::ActivitySet::defaults().remove(cudascope::profiler::Activity::kLaunch);
+    const auto set = cudascope::profiler::ActivitySet::metrics_only_defaults();
     setenv("CUDASCOPE_ACTIVITIES", set.to_string().c_str(), 1);
   }
   if (!m.job.empty()) setenv("CUDASCOPE_JOB", m.job.c_str(), 1);
@@ -629,7 +627,8 @@ CUDASCOPE_COMMAND(run, 30) {
       ->check(CLI::Validator([](std::string& path) { return output_pattern_problem(path); }, "FILE (writable)", "TRACE_PATH"))
       ->capture_default_str();
   sub->add_option("--activities", options.activities,
-                  "Comma-separated: kernel,memcpy,memset,sync,runtime,driver,nvtx,allocator,overhead,all,default");
+                  "Comma-separated: kernel,memcpy,memset,sync,launch,runtime,driver,nvtx,allocator,overhead,all,default "
+                  "(with --no-trace, default leaves out sync and launch: name them to record them)");
   sub->add_option("--delay", options.delay, "Start recording after this many seconds")->check(FiniteRange(0, kWeek, "s"));
   sub->add_option("--duration", options.duration, "Stop recording after this many seconds (0: until the end)")
       ->check(FiniteRange(0, kWeek, "s"));

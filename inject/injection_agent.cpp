@@ -4,6 +4,7 @@
 #include "lazy_trace_sink.h"
 #include "live_metrics.h"
 #include "progress_channel.h"
+#include "recording_mode.h"
 
 #include <cudascope/exporters/chrome_trace_writer.h>
 #include <cudascope/exporters/trace_path.h>
@@ -116,13 +117,7 @@ void InjectionAgent::ensure_started() noexcept {
   try {
     // A value that cannot be used refuses the recording (rather than record what was not
     // asked for: CUDASCOPE_DELAY=inf never records), named on stderr.
-    if (const auto list = util::env_text("CUDASCOPE_ACTIVITIES")) {
-      try {
-        options_.activities = profiler::ActivitySet::parse(*list);
-      } catch (const std::invalid_argument& e) {
-        throw util::EnvError(util::env_shown("CUDASCOPE_ACTIVITIES", *list) + ": " + e.what());
-      }
-    }
+    options_.activities = activities_from_environment();
     if (const auto bytes = util::env_count("CUDASCOPE_CUPTI_BUFFER", 4096, 1u << 30)) options_.cupti_buffer_bytes = *bytes;
     delay = util::env_seconds("CUDASCOPE_DELAY", kMaxSeconds).value_or(0);
     duration = util::env_seconds("CUDASCOPE_DURATION", kMaxSeconds).value_or(0);

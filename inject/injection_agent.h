@@ -13,7 +13,8 @@
 //                               never uses CUDA (a launcher) writes no file
 //   CUDASCOPE_TRACE_PID=pid     the process that owns a fixed `path`; any other process (a
 //                               worker it started) writes path with ".<pid>" before the extension
-//   CUDASCOPE_ACTIVITIES=list   see ActivitySet::parse (default: ActivitySet::defaults())
+//   CUDASCOPE_ACTIVITIES=list   see ActivitySet::parse (default: ActivitySet::defaults(), or
+//                               ActivitySet::metrics_only_defaults() for metrics without a trace)
 //   CUDASCOPE_DELAY=s, CUDASCOPE_DURATION=s   record from s seconds after load, for s seconds
 //                               (finite, 0 to 604800)
 //   CUDASCOPE_CUPTI_BUFFER=bytes              each CUPTI activity buffer (4096 to 2^30, default 8 MiB)

@@ -155,8 +155,6 @@ std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment() {
   return std::make_shared<profiler::KernelSampling>(plan);
 }
 
-bool trace_wanted() { return !util::env_flag("CUDASCOPE_NO_TRACE").value_or(false); }
-
 std::unique_ptr<profiler::TraceSink> open_recording_sinks(std::unique_ptr<profiler::TraceSink> trace,
                                                           profiler::SessionOptions& options) {
   const std::string bind = util::env_text("CUDASCOPE_METRICS").value_or("");

@@ -38,10 +38,6 @@ namespace cudascope::inject {
 // defaults are taken.
 std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment();
 
-// Whether this process writes a trace file (false with CUDASCOPE_NO_TRACE=1). Throws
-// util::EnvError for a value that is not a flag (1/0, true/false, yes/no, on/off).
-bool trace_wanted();
-
 // The sink a recording writes to: `trace` (null under CUDASCOPE_NO_TRACE) and, with
 // CUDASCOPE_METRICS, the live metrics, whose health figures `options.on_flush` then also
 // updates.

@@ -14,7 +14,8 @@ bench/profiler/overhead_workloads.py, which times two loops inside itself: a lau
 training loop and a compute-bound transformer training step. Configurations:
 
   plain             python3 overhead_workloads.py
-  metrics-only      cudascope run --metrics ADDR --no-trace      (kernel records sampled)
+  metrics-only      cudascope run --metrics ADDR --no-trace      (kernel records sampled; no
+                    synchronisation or launch records: ActivitySet::metrics_only_defaults)
   metrics+trace     cudascope run --metrics ADDR -o T.json.gz    (every kernel; exact counts)
   default trace     cudascope run -o T.json.gz
   kernel-only trace cudascope run -o T.json.gz --activities kernel
@@ -30,7 +31,8 @@ Run only when --configs names them, to tell where metrics-only's cost comes from
   mo-kernel-copies  ... kernel,memcpy,memset  (copy and memset records in the windows besides)
   mo-kernel-sync    ... kernel,sync           (synchronisation records in the windows besides)
   mo-kernel-launch  ... kernel,launch         (launch calls' runtime records besides: --metrics-label-nvtx's)
-  mo-no-sync        metrics-only's own kinds but synchronisation (kernel,memcpy,memset,nvtx,allocator,overhead)
+  mo-with-sync      metrics-only with synchronisation records besides
+                    (kernel,memcpy,memset,sync,nvtx,allocator,overhead)
   mo-nvtx-only      metrics-only with --activities nvtx (CUPTI on, no kind that records work)
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
   mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
@@ -113,8 +115,8 @@ def configs(count_launches):
         Config("mo-kernel-copies", METRICS_ONLY + ["--activities", "kernel,memcpy,memset"], scrape=True, diagnostic=True),
         Config("mo-kernel-sync", METRICS_ONLY + ["--activities", "kernel,sync"], scrape=True, diagnostic=True),
         Config("mo-kernel-launch", METRICS_ONLY + ["--activities", "kernel,launch"], scrape=True, diagnostic=True),
-        # Every kind metrics-only records but one: whether the pieces cost more together than apart.
-        Config("mo-no-sync", METRICS_ONLY + ["--activities", "kernel,memcpy,memset,nvtx,allocator,overhead"],
+        # Metrics-only with the synchronisation records it leaves out by default: what they cost.
+        Config("mo-with-sync", METRICS_ONLY + ["--activities", "kernel,memcpy,memset,sync,nvtx,allocator,overhead"],
                scrape=True, diagnostic=True),
         Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True),
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,

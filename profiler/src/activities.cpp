@@ -23,6 +23,10 @@ ActivitySet ActivitySet::defaults() {
   return all().remove(Activity::kDriver).remove(Activity::kRuntime);
 }
 
+ActivitySet ActivitySet::metrics_only_defaults() {
+  return defaults().remove(Activity::kLaunch).remove(Activity::kSync);
+}
+
 ActivitySet ActivitySet::all() {
   ActivitySet set;
   for (unsigned i = 0; i < static_cast<unsigned>(Activity::kCount); ++i) set.add(static_cast<Activity>(i));

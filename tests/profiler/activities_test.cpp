@@ -26,6 +26,13 @@ TEST(ActivitySetTest, DefaultTracesLaunchCallsOnlyAndAllHasFullApiTracing) {
   EXPECT_EQ(ActivitySet::parse("default,driver,runtime"), ActivitySet::all());
 }
 
+TEST(ActivitySetTest, MetricsOnlyDefaultsLeaveOutLaunchCallsAndSynchronisationsOnly) {
+  const ActivitySet metrics_only = ActivitySet::metrics_only_defaults();
+  EXPECT_FALSE(metrics_only.contains(Activity::kLaunch));
+  EXPECT_FALSE(metrics_only.contains(Activity::kSync));
+  EXPECT_EQ(ActivitySet(metrics_only).add(Activity::kLaunch).add(Activity::kSync), ActivitySet::defaults());
+}
+
 TEST(ActivitySetTest, UnknownNameIsRejectedNamingIt) {
   try {
     ActivitySet::parse("kernel,kernals");

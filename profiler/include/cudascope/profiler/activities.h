@@ -32,6 +32,13 @@ class ActivitySet {
   // runtime and driver API tracing are off by default: on a launch-bound loop they add
   // records and CUPTI callbacks for every call.
   static ActivitySet defaults();
+  // What a metrics-only recording (`run --metrics ADDR --no-trace`) records unless told
+  // otherwise: the defaults without the launch calls (only a trace's flows and
+  // --metrics-label-nvtx read them) and without synchronisation records. Switched on in the
+  // sampled windows alone, synchronisation records still cost a launch-bound PyTorch loop
+  // 1.2-1.4x in every round measured, where the same windows without them cost 0.96-1.09x
+  // (bench/results/overhead.md); `--activities default,sync` brings the sync families back.
+  static ActivitySet metrics_only_defaults();
   static ActivitySet all();
   // Parses a comma-separated list of names (kernel, memcpy, memset, sync, runtime, driver,
   // nvtx, allocator, overhead, launch, all, default). Throws std::invalid_argument naming the
