@@ -103,6 +103,7 @@ void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
 
 // A random token for the job's trace windows (inject/trace_window.h): in the program's
 // environment, which only its user (and root) can read, so only they can ask for a window.
+// Also the random part of the run's id (CUDASCOPE_RUN_ID), which is no secret.
 std::string random_token() {
   unsigned char bytes[16];
   std::size_t got = 0;
@@ -437,8 +438,9 @@ class Progress {
 // (its environment scrubbed, another mount namespace) does not report, and since a
 // launcher that uses no CUDA writes nothing, the run may have no reported file at all. These
 // are the files `output` names in any process (its directives, and the ".<pid>" a taken name
-// gets) that were written since `since` (CLOCK_REALTIME_COARSE, the clock of file times).
-std::vector<TraceFile> unreported_traces(const std::string& output, const timespec& since,
+// gets) that were written since `since` (CLOCK_REALTIME_COARSE, the clock of file times),
+// but those whose header names another run than `run_id` (CUDASCOPE_RUN_ID).
+std::vector<TraceFile> unreported_traces(const std::string& output, const timespec& since, const std::string& run_id,
                                          const std::vector<TraceFile>& reported) {
   // The glob and the regular expression `output` stands for, in two parts around the place
   // exporters::with_pid_suffix puts ".<pid>".
@@ -490,6 +492,9 @@ std::vector<TraceFile> unreported_traces(const std::string& output, const timesp
         !S_ISREG(status.st_mode)) {
       continue;
     }
+    // Another run's (one run per rank, all given one pattern): its header names that run.
+    const std::optional<std::string> run = cudascope::exporters::trace_file_run_id(path);
+    if (run && *run != run_id) continue;
     const timespec& m = status.st_mtim;
     if (m.tv_sec > since.tv_sec || (m.tv_sec == since.tv_sec && m.tv_nsec >= since.tv_nsec)) files.push_back({0, path, 0, 0});
   }
@@ -551,6 +556,7 @@ int run_traced(const RunOptions& options) {
   const std::string output = std::filesystem::absolute(options.output).string();
   std::pair<std::string, std::string> windows;  // token, directory
   if (live_metrics.no_trace) windows = {random_token(), window_directory(live_metrics, output)};
+  const std::string run_id = std::to_string(getpid()) + "-" + random_token();
   timespec started{};
   clock_gettime(CLOCK_REALTIME_COARSE, &started);
 
@@ -562,6 +568,7 @@ int run_traced(const RunOptions& options) {
     setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
     setenv("CUDASCOPE_TRACE", output.c_str(), 1);
     setenv("CUDASCOPE_TRACE_PID", std::to_string(getpid()).c_str(), 1);
+    setenv("CUDASCOPE_RUN_ID", run_id.c_str(), 1);
     setenv("CUDASCOPE_ACTIVITIES", options.activities.c_str(), 1);
     // The variables run sets are run's: an inherited value (CUDASCOPE_NO_TRACE=x in the
     // shell) must not change what this run records.
@@ -599,7 +606,7 @@ int run_traced(const RunOptions& options) {
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });
   if (!live_metrics.no_trace) {
-    for (TraceFile& file : unreported_traces(output, started, files)) files.push_back(std::move(file));
+    for (TraceFile& file : unreported_traces(output, started, run_id, files)) files.push_back(std::move(file));
     report_traces(files, output, status);
   } else {
     for (const TraceFile& file : files) {

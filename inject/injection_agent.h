@@ -13,6 +13,8 @@
 //                               never uses CUDA (a launcher) writes no file
 //   CUDASCOPE_TRACE_PID=pid     the process that owns a fixed `path`; any other process (a
 //                               worker it started) writes path with ".<pid>" before the extension
+//   CUDASCOPE_RUN_ID=id         the `cudascope run` recording the process (set by run): the
+//                               trace's header names it (exporters/trace_path.h)
 //   CUDASCOPE_ACTIVITIES=list   see ActivitySet::parse (default: ActivitySet::defaults(), or
 //                               ActivitySet::metrics_only_defaults() for metrics without a trace)
 //   CUDASCOPE_DELAY=s, CUDASCOPE_DURATION=s   record from s seconds after load, for s seconds

@@ -147,6 +147,10 @@ void ChromeTraceWriter::begin(const profiler::TraceInfo& info) {
   append_json_string(buffer_, info.activities);
   buffer_ += ",\"startNs\":";
   append_int(buffer_, shifted(info.start_ns));
+  if (const std::string run = run_id_of_this_process(); !run.empty()) {
+    buffer_ += ",\"run\":";
+    append_json_string(buffer_, run);
+  }
   buffer_ += '}';
   append_distributed_info(buffer_, info);
   buffer_ += ",\"traceEvents\":[";

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <climits>
 #include <cstdio>
@@ -20,6 +21,32 @@ std::string trace_host_name() {
   }
   char host[HOST_NAME_MAX + 1] = {};
   return gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string();
+}
+
+std::string run_id_of_this_process() {
+  const char* id = std::getenv("CUDASCOPE_RUN_ID");
+  return id != nullptr ? std::string(id) : std::string();
+}
+
+std::optional<std::string> trace_file_run_id(const std::string& path) {
+  // The header (ChromeTraceWriter::begin) is a few hundred bytes ahead of "traceEvents";
+  // gzread reads a plain file as it is.
+  constexpr int kHeadBytes = 4096;
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) return std::nullopt;
+  std::string head(kHeadBytes, '\0');
+  const int n = gzread(file, head.data(), kHeadBytes);
+  gzclose(file);
+  head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  const std::size_t events = head.find("\"traceEvents\"");
+  if (events == std::string::npos) return std::nullopt;
+  const std::string key = "\"run\":\"";
+  const std::size_t at = head.rfind(key, events);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t begin = at + key.size();
+  const std::size_t end = head.find('"', begin);
+  if (end == std::string::npos || end > events) return std::nullopt;
+  return head.substr(begin, end - begin);
 }
 
 TracePathFields TracePathFields::of_this_process() {

@@ -320,6 +320,26 @@ TEST_F(RunNoCudaTest, RunListsNoFileOfAnEarlierRunOrOfAnotherName) {
   EXPECT_EQ(result.output.find("cudascope: trace"), std::string::npos) << result.output;
 }
 
+TEST_F(RunNoCudaTest, RunListsNoFileOfAnotherRunGivenTheSamePattern) {
+  // One run per rank (`torchrun ... cudascope run -o t_%r.json -- python ...`): rank 1's run
+  // writes its file while rank 0's still runs, and rank 0's run must not take it for a file
+  // of its own whose process could not report.
+  const std::string cli = CUDASCOPE_CLI_PATH;
+  const std::string pattern = path("t_%r.json");
+  const std::string done = path("rank1.done");
+  const std::string rank_0 = "RANK=0 " + kSim + " " + cli + " run -o " + pattern + " -- sh -c '" + cli +
+                             " demo --iterations 2 >/dev/null && while [ ! -e " + done + " ]; do sleep 0.05; done'";
+  const std::string rank_1 = "RANK=1 " + kSim + " " + cli + " run -o " + pattern + " -- " + cli + " demo --iterations 2";
+  const auto result = cudascope::testing::run_shell(rank_0 + " > " + path("rank0.log") + " 2>&1 & rank0=$!; " + rank_1 + " > " +
+                                path("rank1.log") + " 2>&1; touch " + done + "; wait $rank0; echo rank0=$?; cat " +
+                                path("rank0.log"));
+  ASSERT_NE(result.output.find("rank0=0"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("cudascope: trace " + path("t_0.json") + " ("), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find(path("t_1.json")), std::string::npos) << "rank 1's run wrote it: " << result.output;
+  const auto read = cudascope::analysis::read_trace(path("t_1.json"));
+  ASSERT_TRUE(read.ok()) << read.error;
+}
+
 TEST_F(RunNoCudaTest, LauncherWithoutRankWritesNoNorankFileBesideTheRanks) {
   // The finding: `run -o trace_%r.json -- torchrun ...` left trace_norank.json for torchrun.
   const std::string rank_0 = "/usr/bin/env RANK=0 " + std::string(CUDASCOPE_CLI_PATH) + " demo --iterations 2";

@@ -1,4 +1,5 @@
 #include <cudascope/exporters/chrome_trace_writer.h>
+#include <cudascope/exporters/trace_path.h>
 #include <cudascope/analysis/trace_reader.h>
 #include <cudascope/analysis/trace_stats.h>
 
@@ -241,4 +242,27 @@ TEST(ChromeTraceWriterTest, GraphPoolAllocationsAreMarkedWithTheirPool) {
   EXPECT_NE(event.find("\"pool\":[3,0]"), std::string::npos) << event;
   EXPECT_NE(event.find("\"bytes\":4096"), std::string::npos) << event;
   std::filesystem::remove(path);
+}
+
+// `cudascope run` tells its own files from another run's by the id in their header
+// (exporters/trace_path.h), plain or gzip; a header not all written yet names none.
+TEST(ChromeTraceWriterTest, TheHeaderNamesTheRunThatRecordsTheProcess) {
+  setenv("CUDASCOPE_RUN_ID", "4242-0123abcd", 1);
+  for (const std::string name : {"run_trace.json", "run_trace.json.gz"}) {
+    const std::string path = temp_path(name);
+    write_trace(path, step_records(), {9, 0, 0, kStart + 30000});
+    EXPECT_EQ(exporters::trace_file_run_id(path), "4242-0123abcd") << name;
+    const auto read = analysis::read_trace(path);
+    EXPECT_TRUE(read.ok()) << read.error;
+    std::filesystem::remove(path);
+  }
+  const std::string cut = temp_path("run_trace_cut.json");
+  write_trace(cut, step_records(), {9, 0, 0, kStart + 30000});
+  std::filesystem::resize_file(cut, 60);  // before "traceEvents"
+  EXPECT_EQ(exporters::trace_file_run_id(cut), std::nullopt);
+  unsetenv("CUDASCOPE_RUN_ID");
+  write_trace(cut, step_records(), {9, 0, 0, kStart + 30000});
+  EXPECT_EQ(exporters::trace_file_run_id(cut), std::nullopt) << "written outside a run";
+  EXPECT_EQ(exporters::trace_file_run_id(temp_path("no_such_trace.json")), std::nullopt);
+  std::filesystem::remove(cut);
 }

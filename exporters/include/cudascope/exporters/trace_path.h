@@ -14,6 +14,7 @@
 //
 // Thread-safety: free functions, no shared state.
 
+#include <optional>
 #include <string>
 
 namespace cudascope::exporters {
@@ -31,6 +32,15 @@ struct TracePathFields {
 // (a test setting, docs/ranks.md: a rank taken for another host's), else gethostname();
 // "" when neither gives one. A bad CUDASCOPE_TEST_HOSTNAME is reported on stderr and ignored.
 std::string trace_host_name();
+
+// The `cudascope run` this process records for: run names itself in CUDASCOPE_RUN_ID for the
+// program it starts, and each trace carries the id in its header ("cudascope":{..."run":ID}),
+// so that run takes as its own only the files its processes wrote, not those of another run
+// given the same pattern (one run per rank under torchrun). Empty when unset.
+std::string run_id_of_this_process();
+// The run id in the header of the trace file at `path` (plain or gzip); nullopt when the file
+// cannot be read, its header is not all there yet, or it names no run (written outside run).
+std::optional<std::string> trace_file_run_id(const std::string& path);
 
 // True when `path` holds a directive (%r, %p, %h); "%%" alone is not one.
 bool is_trace_path_pattern(const std::string& path);
