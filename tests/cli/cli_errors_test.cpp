@@ -197,8 +197,11 @@ TEST(CliErrorsTest, UnknownBackendIsNamedByEveryDeviceCommand) {
 // early, cleanly, on SIGTERM.
 TEST(CliErrorsTest, DemoHoldEndsCleanlyOnSigterm) {
   const std::string log = temp_path("hold.log");
-  const std::string script = "CUDASCOPE_BACKEND=sim " + std::string(CUDASCOPE_CLI_PATH) +
-                             " demo --iterations 4 --kernel-ms 1 --hold 60 > " + log + " 2>&1 & pid=$!; "
+  // The log emptied before the demo starts: the background job's own `>` may come after the
+  // first grep, which would then find an earlier run's "holding" and signal a demo not yet
+  // holding.
+  const std::string script = ": > " + log + "; CUDASCOPE_BACKEND=sim " + std::string(CUDASCOPE_CLI_PATH) +
+                             " demo --iterations 4 --kernel-ms 1 --hold 60 >> " + log + " 2>&1 & pid=$!; "
                              "for i in $(seq 100); do grep -q holding " + log + " && break; sleep 0.1; done; "
                              "kill -TERM $pid; wait $pid; echo status=$?; cat " + log;
   const auto start = std::chrono::steady_clock::now();
