@@ -180,10 +180,6 @@ void export_live_metrics_environment(const LiveMetricsOptions& m, std::string ac
     setenv("CUDASCOPE_ACTIVITIES", (activities + ",launch,nvtx").c_str(), 1);  // launches carry the range
   }
   if (m.no_trace) setenv("CUDASCOPE_NO_TRACE", "1", 1);
-  if (m.no_trace && !m.label_nvtx && activities == "default") {
-    const auto set = cudascope::profiler::ActivitySet::metrics_only_defaults();
-    setenv("CUDASCOPE_ACTIVITIES", set.to_string().c_str(), 1);
-  }
   if (!m.job.empty()) setenv("CUDASCOPE_JOB", m.job.c_str(), 1);
 }
 // --- end of live metrics ---

@@ -84,6 +84,14 @@ TEST(TraceWindowTest, TraceCommandRecordsOnlyTheWindow) {
   EXPECT_GE(k.count, 20u) << "a 1 s window of 10 ms kernels";
   EXPECT_LT(k.count, 300u) << "the window holds a part of the run, not all of it";
   EXPECT_LT(k.span_s, 2.0);
+  // A metrics-only run's defaults (ActivitySet::metrics_only_defaults), as its header says.
+  std::ifstream window_file(window);
+  const auto header = nlohmann::json::parse(window_file, nullptr, false);
+  ASSERT_FALSE(header.is_discarded());
+  const std::string activities = header["cudascope"].value("activities", "");
+  EXPECT_NE(activities.find("kernel"), std::string::npos) << activities;
+  EXPECT_EQ(activities.find("sync"), std::string::npos) << activities;
+  EXPECT_EQ(activities.find("launch"), std::string::npos) << activities;
   EXPECT_FALSE(std::filesystem::exists(full)) << "--no-trace writes no full trace";
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(entry.path().filename().string().rfind("cudascope-window-", 0), std::string::npos)
