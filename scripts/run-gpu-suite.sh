@@ -21,6 +21,8 @@
 #             GPUs collectives of two process groups paired by communicator (run_tp_dp_check.sh)
 #   overhead  plain against metrics-only, 9 rounds, against 1.02x (about 4 minutes; run by name,
 #             not by default)
+#   overhead_paired  the same cost measured inside each process, before and after a delayed
+#             start (run_paired_overhead.py, 9 rounds, about 6 minutes; run by name)
 #   report    the summary line and OUT/gpu-verification.md
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.
@@ -183,6 +185,11 @@ stage_ranks() {
 stage_overhead() {
   check overhead-metrics-only overhead.log python3 "$root/bench/profiler/run_overhead_bench.py" --cli "$cli" \
     --configs metrics-only --rounds 9
+}
+
+stage_overhead_paired() {
+  check overhead-metrics-only-paired overhead_paired.log python3 "$root/bench/profiler/run_paired_overhead.py" \
+    --cli "$cli" --rounds 9
 }
 
 stage_report() {

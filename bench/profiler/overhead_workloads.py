@@ -13,7 +13,11 @@ the clock starts; the process ends once the timing is printed, without processin
 profiler's events, which is not timed either way, as cudascope's trace writing at exit is not).
 --scrape-port P --scrape-out FILE: after the loops, waits for the recording's periodic flush
 to deliver the last kernel records, then saves this process's live metrics (served by the
-cudascope injection library on 127.0.0.1:P) to FILE."""
+cudascope injection library on 127.0.0.1:P) to FILE.
+--paired D (run_paired_overhead.py): the MLP loop alone, in blocks of 50 steps, on both sides of
+the moment a recording delayed by D seconds (`cudascope run --delay D`) starts; prints
+OVERHEAD_PHASES {"before": {"steps", "seconds", "cpu_seconds"}, "recorded": {...}}: the blocks
+wholly before the recording can have started, and those of the recorded phase (paired_phases)."""
 import argparse
 import json
 import os
@@ -30,7 +34,13 @@ parser.add_argument("--transformer-steps", type=int, default=30)
 parser.add_argument("--torch-profiler", choices=["cuda", "cpu,cuda"], default=None)
 parser.add_argument("--scrape-port", type=int, default=0)
 parser.add_argument("--scrape-out", default=None)
+parser.add_argument("--paired", type=float, default=None, metavar="D")
 args = parser.parse_args()
+
+# The CUDA driver loads the injection library, and its --delay clock starts, in cuInit, which
+# this first CUDA call makes: the recording starts at most D seconds after cuda_ready.
+torch.cuda.init()
+cuda_ready = time.perf_counter()
 
 torch.manual_seed(0)
 torch.backends.cuda.matmul.allow_tf32 = True
@@ -88,7 +98,40 @@ def timed(step, steps):
     return time.perf_counter() - start, time.process_time() - cpu_start
 
 
+# --paired: the phases around the delayed start. Before: blocks that end 1.5 s before the
+# latest start (cuInit comes up to about a second before cuda_ready). Recorded: blocks that
+# begin 1 s after it (CUPTI attached, buffers made) for 6 s, several sampling periods (a
+# window's slot is random in each period, so a phase of whole blocks holds about one a second).
+PAIRED_MARGIN_S, PAIRED_SETTLE_S, PAIRED_RECORDED_S, PAIRED_BLOCK_STEPS = 1.5, 1.0, 6.0, 50
+
+
+def paired_phases(step, delay):
+    """{"before": ..., "recorded": ...}: steps, wall and CPU seconds of each phase's blocks."""
+    phases = {name: {"steps": 0, "seconds": 0.0, "cpu_seconds": 0.0} for name in ("before", "recorded")}
+    start_at = cuda_ready + delay
+    while True:
+        torch.cuda.synchronize()
+        begin, cpu_begin = time.perf_counter(), time.process_time()
+        if begin >= start_at + PAIRED_SETTLE_S + PAIRED_RECORDED_S:
+            return phases
+        for _ in range(PAIRED_BLOCK_STEPS):
+            step()
+        torch.cuda.synchronize()
+        end = time.perf_counter()
+        phase = ("before" if end <= start_at - PAIRED_MARGIN_S
+                 else "recorded" if begin >= start_at + PAIRED_SETTLE_S else None)
+        if phase:
+            phases[phase]["steps"] += PAIRED_BLOCK_STEPS
+            phases[phase]["seconds"] += end - begin
+            phases[phase]["cpu_seconds"] += time.process_time() - cpu_begin
+
+
 mlp_step = mlp_workload()
+if args.paired is not None:
+    for _ in range(20):
+        mlp_step()
+    print("OVERHEAD_PHASES " + json.dumps(paired_phases(mlp_step, args.paired)), flush=True)
+    sys.exit(0)
 transformer_step = transformer_workload()
 for _ in range(20):
     mlp_step()

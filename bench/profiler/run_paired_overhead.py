@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""What metrics-only costs the launch-bound MLP loop, measured inside each process (issue 22):
+a second estimator beside run_overhead_bench.py, whose plain runs move 15-25% from process to
+process (memory layout, where the scheduler and the caches leave a launch-bound loop), more
+than the 2% budget.
+
+Each run is one process of overhead_workloads.py --paired D, under
+`cudascope run --metrics ADDR --no-trace --delay D` (metrics-only) or alone (plain). The loop
+runs before the recording starts and after it: the process's own before-phase is the baseline,
+so what varies between processes cancels. A process's ratio is its recorded phase's seconds
+per step over its before phase's; the plain run of the same round gives the ratio of the same
+phases without any recording (the loop's drift over the seconds between them, GPU clocks and
+caches), and the round's cost is the metrics-only ratio over the plain one.
+
+What it does not see: anything a recording costs only when it starts with the process (CUPTI
+attached at cuInit rather than mid-run), and start-up itself; run_overhead_bench.py times
+those.
+
+  python3 bench/profiler/run_paired_overhead.py --cli BUILD/cli/cudascope [--rounds 9]
+
+Ends with `PASS metrics-only (paired): R (...)` when the median of the rounds' costs is at most
+1.02, else FAIL. About 40 s a round on an H100."""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+
+from run_overhead_bench import BUDGET, WORKLOAD, child_environment, free_port, gpu_local_cpus, parse_cpus, quartiles
+
+MARKER = "OVERHEAD_PHASES "
+DELAY_S = 5.0  # time for the loop's warm-up and a before-phase of about 3 s
+
+
+def run_once(cli, recorded, args):
+    """(recorded phase's seconds per step / before phase's, the same of CPU seconds), or None."""
+    workload = [sys.executable, WORKLOAD, "--paired", str(DELAY_S)]
+    argv = workload
+    if recorded:
+        argv = [cli, "run", "--metrics", f"127.0.0.1:{free_port()}", "--no-trace", "--delay", str(DELAY_S),
+                "--window-dir", args.tmp, "--"] + workload
+    child = subprocess.Popen(argv, env=child_environment(args, {}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        print("  a run timed out after 120 s", file=sys.stderr)
+        return None
+    lines = [line for line in stdout.splitlines() if line.startswith(MARKER)]
+    if child.returncode != 0 or not lines:
+        print(f"  exit {child.returncode}, no phases; stderr ends:\n" + "\n".join(stderr.splitlines()[-15:]),
+              file=sys.stderr)
+        return None
+    phases = json.loads(lines[-1][len(MARKER):])
+    before, after = phases["before"], phases["recorded"]
+    if before["steps"] == 0 or after["steps"] == 0:
+        print(f"  a phase held no block: {phases}", file=sys.stderr)
+        return None
+    per_step = lambda phase, key: phase[key] / phase["steps"]
+    return (per_step(after, "seconds") / per_step(before, "seconds"),
+            per_step(after, "cpu_seconds") / per_step(before, "cpu_seconds"))
+
+
+def summary(values):
+    low, high = quartiles(values)
+    return f"{statistics.median(values):.3f}x (min-max {min(values):.3f}-{max(values):.3f}, IQR {low:.3f}-{high:.3f})"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cli", default=os.environ.get("CUDASCOPE_CLI", "build/cli/cudascope"))
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--cpus", default="auto", help="as run_overhead_bench.py's (default: 4 cores near GPU 0)")
+    args = parser.parse_args()
+    args.sample_window = args.sample_period = None  # the defaults of a metrics-only run
+    if not os.access(args.cli, os.X_OK):
+        sys.exit(f"run_paired_overhead: {args.cli} is not an executable cudascope (give --cli)")
+    try:
+        cpus = gpu_local_cpus(4) if args.cpus == "auto" else None if args.cpus == "none" else parse_cpus(args.cpus)
+    except ValueError:
+        sys.exit(f"run_paired_overhead: --cpus {args.cpus}: not a list of cores such as 2-5 or 2,3,8")
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    args.tmp = os.environ.get("TMPDIR", "/tmp")
+    costs, cpu_costs, plain_drift = [], [], []
+    for r in range(args.rounds):
+        pair = {}
+        for recorded in ((False, True) if r % 2 == 0 else (True, False)):  # alternating which goes first
+            pair[recorded] = run_once(args.cli, recorded, args)
+        if None in pair.values():
+            print(f"round {r + 1}/{args.rounds}: incomplete", file=sys.stderr, flush=True)
+            continue
+        plain, metrics = pair[False], pair[True]
+        plain_drift.append(plain[0])
+        costs.append(metrics[0] / plain[0])
+        cpu_costs.append(metrics[1] / plain[1])
+        print(f"round {r + 1}/{args.rounds}: after/before plain {plain[0]:.3f}, metrics-only {metrics[0]:.3f}: "
+              f"cost {costs[-1]:.3f}", file=sys.stderr, flush=True)
+    if not costs:
+        print("FAIL metrics-only (paired): no round completed")
+        return 1
+    print(f"## Metrics-only, paired phases inside each process: {len(costs)} rounds "
+          f"(delay {DELAY_S} s, cores {','.join(map(str, cpus)) if cpus else 'not pinned'})\n")
+    print(f"- plain runs, recorded-phase time over before-phase time (the loop's own drift): {summary(plain_drift)}")
+    print(f"- metrics-only's cost, per round (its ratio over the plain run's): {summary(costs)}")
+    print(f"- the same in CPU seconds of the process: {summary(cpu_costs)}\n")
+    cost = statistics.median(costs)
+    verdict = "PASS" if cost <= BUDGET else "FAIL"
+    print(f"{verdict} metrics-only (paired): {cost:.3f} (per round {min(costs):.3f}-{max(costs):.3f}) against {BUDGET:.2f}x")
+    return 0 if cost <= BUDGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
