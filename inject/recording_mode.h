@@ -10,11 +10,12 @@ namespace cudascope::inject {
 // util::EnvError for a value that is not a flag (1/0, true/false, yes/no, on/off).
 bool trace_wanted();
 
-// CUDASCOPE_ACTIVITIES where it names a list. Unset or "default": the defaults of the
-// recording's mode, ActivitySet::metrics_only_defaults() for live metrics without a trace (and
-// without CUDASCOPE_METRICS_LABEL_NVTX, whose labels need the launch calls), else
-// ActivitySet::defaults(); so a metrics-only process started without `cudascope run` records,
-// and costs, what one under it does. Throws util::EnvError naming the variable at fault.
+// CUDASCOPE_ACTIVITIES, whose "default" (and an unset variable) stands for the defaults of
+// the recording's mode: ActivitySet::metrics_only_defaults() for live metrics without a trace
+// (and without CUDASCOPE_METRICS_LABEL_NVTX, whose labels need the launch calls), else
+// ActivitySet::defaults(). So a metrics-only process started without `cudascope run` records,
+// and costs, what one under it does, and "default,sync" adds synchronisations alone. Throws
+// util::EnvError naming the variable at fault.
 profiler::ActivitySet activities_from_environment();
 
 }  // namespace cudascope::inject

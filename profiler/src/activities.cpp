@@ -33,7 +33,7 @@ ActivitySet ActivitySet::all() {
   return set;
 }
 
-ActivitySet ActivitySet::parse(std::string_view list) {
+ActivitySet ActivitySet::parse(std::string_view list, const ActivitySet& defaults) {
   ActivitySet set;
   std::size_t position = 0;
   while (position <= list.size()) {
@@ -47,7 +47,7 @@ ActivitySet ActivitySet::parse(std::string_view list) {
     }
     if (item == "default") {
       for (unsigned i = 0; i < static_cast<unsigned>(Activity::kCount); ++i) {
-        if (defaults().contains(static_cast<Activity>(i))) set.add(static_cast<Activity>(i));
+        if (defaults.contains(static_cast<Activity>(i))) set.add(static_cast<Activity>(i));
       }
       continue;
     }

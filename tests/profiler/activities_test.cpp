@@ -31,6 +31,8 @@ TEST(ActivitySetTest, MetricsOnlyDefaultsLeaveOutLaunchCallsAndSynchronisationsO
   EXPECT_FALSE(metrics_only.contains(Activity::kLaunch));
   EXPECT_FALSE(metrics_only.contains(Activity::kSync));
   EXPECT_EQ(ActivitySet(metrics_only).add(Activity::kLaunch).add(Activity::kSync), ActivitySet::defaults());
+  EXPECT_EQ(ActivitySet::parse("default,sync", metrics_only), ActivitySet(metrics_only).add(Activity::kSync))
+      << "'default' is the defaults it is given";
 }
 
 TEST(ActivitySetTest, UnknownNameIsRejectedNamingIt) {

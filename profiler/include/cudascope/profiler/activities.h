@@ -37,13 +37,15 @@ class ActivitySet {
   // --metrics-label-nvtx read them) and without synchronisation records. Switched on in the
   // sampled windows alone, synchronisation records still cost a launch-bound PyTorch loop
   // 1.2-1.4x in every round measured, where the same windows without them cost 0.96-1.09x
-  // (bench/results/overhead.md); `--activities default,sync` brings the sync families back.
+  // (bench/results/overhead.md); `--activities default,sync` brings them back.
   static ActivitySet metrics_only_defaults();
   static ActivitySet all();
   // Parses a comma-separated list of names (kernel, memcpy, memset, sync, runtime, driver,
-  // nvtx, allocator, overhead, launch, all, default). Throws std::invalid_argument naming the
-  // offending entry and the valid names.
-  static ActivitySet parse(std::string_view list);
+  // nvtx, allocator, overhead, launch, all, default). "default" stands for `defaults`, the
+  // recording mode's (metrics_only_defaults() for metrics without a trace: "default,sync" is
+  // that set and synchronisations). Throws std::invalid_argument naming the offending entry
+  // and the valid names.
+  static ActivitySet parse(std::string_view list, const ActivitySet& defaults = ActivitySet::defaults());
 
   bool contains(Activity a) const noexcept { return (bits_ >> static_cast<unsigned>(a)) & 1U; }
   ActivitySet& add(Activity a) noexcept {
