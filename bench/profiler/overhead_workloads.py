@@ -99,7 +99,8 @@ def timed(step, steps):
 
 
 # --paired: the phases around the delayed start. Before: blocks that end 1.5 s before the
-# latest start (cuInit comes up to about a second before cuda_ready). Recorded: blocks that
+# latest start (the recording starts earlier by the time from cuInit to cuda_ready: CUDA's
+# initialisation, well under that margin). Recorded: blocks that
 # begin 1 s after it (CUPTI attached, buffers made) for 6 s, several sampling periods (a
 # window's slot is random in each period, so a phase of whole blocks holds about one a second).
 PAIRED_MARGIN_S, PAIRED_SETTLE_S, PAIRED_RECORDED_S, PAIRED_BLOCK_STEPS = 1.5, 1.0, 6.0, 50
