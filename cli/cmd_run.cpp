@@ -488,11 +488,12 @@ std::vector<TraceFile> unreported_traces(const std::string& output, const timesp
         !S_ISREG(status.st_mode)) {
       continue;
     }
+    const timespec& m = status.st_mtim;
+    if (m.tv_sec < since.tv_sec || (m.tv_sec == since.tv_sec && m.tv_nsec < since.tv_nsec)) continue;
     // Another run's (one run per rank, all given one pattern): its header names that run.
     const std::optional<std::string> run = cudascope::exporters::trace_file_run_id(path);
     if (run && *run != run_id) continue;
-    const timespec& m = status.st_mtim;
-    if (m.tv_sec > since.tv_sec || (m.tv_sec == since.tv_sec && m.tv_nsec >= since.tv_nsec)) files.push_back({0, path, 0, 0});
+    files.push_back({0, path, 0, 0});
   }
   return files;
 }
