@@ -22,7 +22,7 @@
 #   overhead  plain against metrics-only, 9 rounds, against 1.02x (about 4 minutes; run by name,
 #             not by default)
 #   overhead_paired  the same cost measured inside each process, before and after a delayed
-#             start (run_paired_overhead.py, 9 rounds, about 6 minutes; run by name)
+#             start (run_paired_overhead.py, 9 rounds, about 8 minutes; run by name)
 #   report    the summary line and OUT/gpu-verification.md
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.

@@ -16,8 +16,9 @@ to deliver the last kernel records, then saves this process's live metrics (serv
 cudascope injection library on 127.0.0.1:P) to FILE.
 --paired D (run_paired_overhead.py): the MLP loop alone, in blocks of 50 steps, on both sides of
 the moment a recording delayed by D seconds (`cudascope run --delay D`) starts; prints
-OVERHEAD_PHASES {"before": {"steps", "seconds", "cpu_seconds"}, "recorded": {...}}: the blocks
-wholly before the recording can have started, and those of the recorded phase (paired_phases)."""
+OVERHEAD_PHASES {"before": {"steps", "seconds", "cpu_seconds"}, "recorded": {...}, "warm_s": S}:
+the blocks wholly before the recording can have started, those of the recorded phase, and when
+the loop was ready, S seconds after CUDA's start (paired_phases)."""
 import argparse
 import json
 import os
@@ -107,8 +108,11 @@ PAIRED_MARGIN_S, PAIRED_SETTLE_S, PAIRED_RECORDED_S, PAIRED_BLOCK_STEPS = 1.5, 1
 
 
 def paired_phases(step, delay):
-    """{"before": ..., "recorded": ...}: steps, wall and CPU seconds of each phase's blocks."""
+    """{"before": ..., "recorded": ..., "warm_s": ...}: steps, wall and CPU seconds of each
+    phase's blocks, and when the loop was ready (seconds after cuda_ready), so an empty before
+    phase says how much longer the delay must be."""
     phases = {name: {"steps": 0, "seconds": 0.0, "cpu_seconds": 0.0} for name in ("before", "recorded")}
+    phases["warm_s"] = time.perf_counter() - cuda_ready
     start_at = cuda_ready + delay
     while True:
         torch.cuda.synchronize()

@@ -19,7 +19,7 @@ those.
   python3 bench/profiler/run_paired_overhead.py --cli BUILD/cli/cudascope [--rounds 9]
 
 Ends with `PASS metrics-only (paired): R (...)` when the median of the rounds' costs is at most
-1.02, else FAIL. About 40 s a round on an H100."""
+1.02, else FAIL. About a minute a round."""
 import argparse
 import json
 import os
@@ -31,15 +31,21 @@ import sys
 from run_overhead_bench import BUDGET, WORKLOAD, child_environment, free_port, gpu_local_cpus, parse_cpus, quartiles
 
 MARKER = "OVERHEAD_PHASES "
-DELAY_S = 5.0  # time for the loop's warm-up and a before-phase of about 3 s
+# The recording's delay: the loop's warm-up (the model, cuBLAS's first calls, 20 steps: 3-5 s on
+# an H100) and a before phase of several seconds must fit in it, less the phase's margin.
+DEFAULT_DELAY_S = 12.0
+
+
+class DelayTooShort(Exception):
+    """The loop was not ready before the recording could start: every round would fail alike."""
 
 
 def run_once(cli, recorded, args):
     """(recorded phase's seconds per step / before phase's, the same of CPU seconds), or None."""
-    workload = [sys.executable, WORKLOAD, "--paired", str(DELAY_S)]
+    workload = [sys.executable, WORKLOAD, "--paired", str(args.delay)]
     argv = workload
     if recorded:
-        argv = [cli, "run", "--metrics", f"127.0.0.1:{free_port()}", "--no-trace", "--delay", str(DELAY_S),
+        argv = [cli, "run", "--metrics", f"127.0.0.1:{free_port()}", "--no-trace", "--delay", str(args.delay),
                 "--window-dir", args.tmp, "--"] + workload
     child = subprocess.Popen(argv, env=child_environment(args, {}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, start_new_session=True)
@@ -57,8 +63,11 @@ def run_once(cli, recorded, args):
         return None
     phases = json.loads(lines[-1][len(MARKER):])
     before, after = phases["before"], phases["recorded"]
-    if before["steps"] == 0 or after["steps"] == 0:
-        print(f"  a phase held no block: {phases}", file=sys.stderr)
+    if before["steps"] == 0:
+        raise DelayTooShort(f"the loop was ready {phases['warm_s']:.1f} s after CUDA's start, too late for "
+                            f"a before phase under --delay {args.delay:g} (give more than {phases['warm_s'] + 4:.0f})")
+    if after["steps"] == 0:
+        print(f"  no block in the recorded phase: {phases}", file=sys.stderr)
         return None
     per_step = lambda phase, key: phase[key] / phase["steps"]
     return (per_step(after, "seconds") / per_step(before, "seconds"),
@@ -74,6 +83,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", default=os.environ.get("CUDASCOPE_CLI", "build/cli/cudascope"))
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--delay", type=float, default=DEFAULT_DELAY_S,
+                        help=f"seconds from CUDA's start to the recording's (default {DEFAULT_DELAY_S:g})")
     parser.add_argument("--cpus", default="auto", help="as run_overhead_bench.py's (default: 4 cores near GPU 0)")
     args = parser.parse_args()
     args.sample_window = args.sample_period = None  # the defaults of a metrics-only run
@@ -90,7 +101,11 @@ def main():
     for r in range(args.rounds):
         pair = {}
         for recorded in ((False, True) if r % 2 == 0 else (True, False)):  # alternating which goes first
-            pair[recorded] = run_once(args.cli, recorded, args)
+            try:
+                pair[recorded] = run_once(args.cli, recorded, args)
+            except DelayTooShort as e:
+                print(f"FAIL metrics-only (paired): {e}")
+                return 1
         if None in pair.values():
             print(f"round {r + 1}/{args.rounds}: incomplete", file=sys.stderr, flush=True)
             continue
@@ -104,7 +119,7 @@ def main():
         print("FAIL metrics-only (paired): no round completed")
         return 1
     print(f"## Metrics-only, paired phases inside each process: {len(costs)} rounds "
-          f"(delay {DELAY_S} s, cores {','.join(map(str, cpus)) if cpus else 'not pinned'})\n")
+          f"(delay {args.delay:g} s, cores {','.join(map(str, cpus)) if cpus else 'not pinned'})\n")
     print(f"- plain runs, recorded-phase time over before-phase time (the loop's own drift): {summary(plain_drift)}")
     print(f"- metrics-only's cost, per round (its ratio over the plain run's): {summary(costs)}")
     print(f"- the same in CPU seconds of the process: {summary(cpu_costs)}\n")
