@@ -17,18 +17,26 @@ attached at cuInit rather than mid-run), and start-up itself; run_overhead_bench
 those.
 
   python3 bench/profiler/run_paired_overhead.py --cli BUILD/cli/cudascope [--rounds 9]
+      [--configs metrics-only,mo-kernel-kinds,mo-no-windows,...] [--delay 12]
+
+--configs takes any of run_overhead_bench.py's configurations run under `cudascope run` (the
+mo-* diagnostics, the traces), each a process of its own in every round beside the one plain
+process, in an order rotated each round; each gets its cost per round against the plain run.
 
 Ends with `PASS metrics-only (paired): R (...)` when the median of the rounds' costs is at most
 1.02, else FAIL. About a minute a round."""
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 
-from run_overhead_bench import BUDGET, WORKLOAD, child_environment, free_port, gpu_local_cpus, parse_cpus, quartiles
+from run_overhead_bench import (BUDGET, WORKLOAD, child_environment, configs, free_port, gpu_local_cpus, parse_cpus,
+                                quartiles)
 
 MARKER = "OVERHEAD_PHASES "
 # The recording's delay: the loop's warm-up (the model, cuBLAS's first calls, 20 steps: 3-5 s on
@@ -40,15 +48,17 @@ class DelayTooShort(Exception):
     """The loop was not ready before the recording could start: every round would fail alike."""
 
 
-def run_once(cli, recorded, args):
-    """(recorded phase's seconds per step / before phase's, the same of CPU seconds), or None."""
+def run_once(config, args):
+    """(recorded phase's seconds per step / before phase's, the same of CPU seconds), or None.
+    `config` None: the plain process."""
     workload = [sys.executable, WORKLOAD, "--paired", str(args.delay)]
     argv = workload
-    if recorded:
-        argv = [cli, "run", "--metrics", f"127.0.0.1:{free_port()}", "--no-trace", "--delay", str(args.delay),
-                "--window-dir", args.tmp, "--"] + workload
-    child = subprocess.Popen(argv, env=child_environment(args, {}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
+    if config is not None:
+        wrapped = [a.format(bind=f"127.0.0.1:{free_port()}", tmp=args.tmp) for a in config.cudascope_args]
+        argv = [args.cli, "run"] + wrapped + ["--delay", str(args.delay), "--"] + workload
+    env = child_environment(args, config.env if config else {})
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
     try:
         stdout, stderr = child.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -79,15 +89,52 @@ def summary(values):
     return f"{statistics.median(values):.3f}x (min-max {min(values):.3f}-{max(values):.3f}, IQR {low:.3f}-{high:.3f})"
 
 
+def delayable_configs(names):
+    """run_overhead_bench's configurations by name, those under `cudascope run` only (its
+    --delay is what this bench needs); SystemExit naming any other."""
+    known = {c.name: c for c in configs(count_launches=True) if c.cudascope_args is not None}
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in known]
+    if unknown or not wanted:
+        sys.exit(f"run_paired_overhead: --configs {names!r}: {', '.join(unknown) or 'nothing named'}; "
+                 f"the configurations under cudascope run are: {', '.join(known)}")
+    return [known[n] for n in wanted]
+
+
+def run_rounds(chosen, args):
+    """{config name (None: plain): [(wall ratio, CPU ratio) per complete round]}."""
+    ratios = {c.name: [] for c in chosen}
+    ratios[None] = []
+    runs = [None] + chosen
+    for r in range(args.rounds):
+        shift = r % len(runs)  # rotated each round: no configuration always first or last
+        pair = {}
+        for config in runs[shift:] + runs[:shift]:
+            pair[config.name if config else None] = run_once(config, args)
+        if None in pair.values():
+            print(f"round {r + 1}/{args.rounds}: incomplete", file=sys.stderr, flush=True)
+            continue
+        for name, value in pair.items():
+            ratios[name].append(value)
+        costs = ", ".join(f"{c.name} {pair[c.name][0] / pair[None][0]:.3f}" for c in chosen)
+        print(f"round {r + 1}/{args.rounds}: plain after/before {pair[None][0]:.3f}; cost {costs}",
+              file=sys.stderr, flush=True)
+    return ratios
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cli", default=os.environ.get("CUDASCOPE_CLI", "build/cli/cudascope"))
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--configs", default="metrics-only",
+                        help="run_overhead_bench.py's configurations under cudascope run, comma-separated "
+                             "(default metrics-only; the verdict is metrics-only's where it is among them)")
     parser.add_argument("--delay", type=float, default=DEFAULT_DELAY_S,
                         help=f"seconds from CUDA's start to the recording's (default {DEFAULT_DELAY_S:g})")
     parser.add_argument("--cpus", default="auto", help="as run_overhead_bench.py's (default: 4 cores near GPU 0)")
     args = parser.parse_args()
     args.sample_window = args.sample_period = None  # the defaults of a metrics-only run
+    chosen = delayable_configs(args.configs)
     if not os.access(args.cli, os.X_OK):
         sys.exit(f"run_paired_overhead: {args.cli} is not an executable cudascope (give --cli)")
     try:
@@ -96,33 +143,32 @@ def main():
         sys.exit(f"run_paired_overhead: --cpus {args.cpus}: not a list of cores such as 2-5 or 2,3,8")
     if cpus:
         os.sched_setaffinity(0, cpus)
-    args.tmp = os.environ.get("TMPDIR", "/tmp")
-    costs, cpu_costs, plain_drift = [], [], []
-    for r in range(args.rounds):
-        pair = {}
-        for recorded in ((False, True) if r % 2 == 0 else (True, False)):  # alternating which goes first
-            try:
-                pair[recorded] = run_once(args.cli, recorded, args)
-            except DelayTooShort as e:
-                print(f"FAIL metrics-only (paired): {e}")
-                return 1
-        if None in pair.values():
-            print(f"round {r + 1}/{args.rounds}: incomplete", file=sys.stderr, flush=True)
-            continue
-        plain, metrics = pair[False], pair[True]
-        plain_drift.append(plain[0])
-        costs.append(metrics[0] / plain[0])
-        cpu_costs.append(metrics[1] / plain[1])
-        print(f"round {r + 1}/{args.rounds}: after/before plain {plain[0]:.3f}, metrics-only {metrics[0]:.3f}: "
-              f"cost {costs[-1]:.3f}", file=sys.stderr, flush=True)
-    if not costs:
+    args.tmp = tempfile.mkdtemp(prefix="paired-overhead-")
+    try:
+        ratios = run_rounds(chosen, args)
+    except DelayTooShort as e:
+        print(f"FAIL metrics-only (paired): {e}")
+        return 1
+    finally:
+        shutil.rmtree(args.tmp, ignore_errors=True)
+    plain = ratios[None]
+    if not plain:
         print("FAIL metrics-only (paired): no round completed")
         return 1
-    print(f"## Metrics-only, paired phases inside each process: {len(costs)} rounds "
+    print(f"## Recording's cost, paired phases inside each process: {len(plain)} rounds "
           f"(delay {args.delay:g} s, cores {','.join(map(str, cpus)) if cpus else 'not pinned'})\n")
-    print(f"- plain runs, recorded-phase time over before-phase time (the loop's own drift): {summary(plain_drift)}")
-    print(f"- metrics-only's cost, per round (its ratio over the plain run's): {summary(costs)}")
-    print(f"- the same in CPU seconds of the process: {summary(cpu_costs)}\n")
+    print(f"- plain runs, recorded-phase time over before-phase time (the loop's own drift): "
+          f"{summary([p[0] for p in plain])}")
+    for c in chosen:
+        wall = [v[0] / p[0] for v, p in zip(ratios[c.name], plain)]
+        cpu = [v[1] / p[1] for v, p in zip(ratios[c.name], plain)]
+        print(f"- {c.name}: cost per round (its ratio over the plain run's) {summary(wall)}; "
+              f"in CPU seconds of the process {summary(cpu)}")
+    print()
+    if "metrics-only" not in ratios:
+        print("(metrics-only not among --configs: no verdict)")
+        return 0
+    costs = [v[0] / p[0] for v, p in zip(ratios["metrics-only"], plain)]
     cost = statistics.median(costs)
     verdict = "PASS" if cost <= BUDGET else "FAIL"
     print(f"{verdict} metrics-only (paired): {cost:.3f} (per round {min(costs):.3f}-{max(costs):.3f}) against {BUDGET:.2f}x")
