@@ -96,8 +96,8 @@ def delayable_configs(names):
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in known]
     if unknown or not wanted:
-        sys.exit(f"run_paired_overhead: --configs {names!r}: {', '.join(unknown) or 'nothing named'}; "
-                 f"the configurations under cudascope run are: {', '.join(known)}")
+        sys.exit(f"run_paired_overhead: --configs {names!r}: " + (f"no configuration {', '.join(unknown)}" if unknown else "names none")
+                 + f"; those under cudascope run: {', '.join(known)}")
     return [known[n] for n in wanted]
 
 
