@@ -1,6 +1,7 @@
 // Devices, lazy initialisation, fork detection and the sync-debug mode.
 #include <cudascope/cuda/device.h>
 
+#include "arch_list.h"
 #include "check.h"
 #include "runtime_state.h"
 #include "sanitizer/hooks.h"
@@ -14,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -258,20 +258,18 @@ DeviceProperties get_device_properties(int device) {
 }
 
 std::vector<std::string> get_arch_list() {
-  std::vector<std::string> archs;
 #ifdef CUDASCOPE_CUDA_ARCHS
-  std::stringstream list(CUDASCOPE_CUDA_ARCHS);
-  for (std::string arch; std::getline(list, arch, ',');) {
-    if (!arch.empty()) archs.push_back("sm_" + arch.substr(0, arch.find('-')));
-  }
+  return detail::parse_arch_list(CUDASCOPE_CUDA_ARCHS);
+#else
+  return {};
 #endif
-  return archs;
 }
 
+// As torch's: one -gencode per entry, "code=sm_80" for a device binary, "code=compute_75" for PTX.
 std::string get_gencode_flags() {
   std::string flags;
   for (const std::string& arch : get_arch_list()) {
-    const std::string number = arch.substr(3);
+    const std::string number = arch.substr(arch.find('_') + 1);
     if (!flags.empty()) flags += ' ';
     flags += "-gencode compute=compute_" + number + ",code=" + arch;
   }

@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include "arch_list.h"
 #include "backend/backend.h"
 #include "runtime_state.h"
 
@@ -114,12 +115,62 @@ TEST(DeviceTest, ArchListMatchesGencodeFlags) {
   const std::string flags = cuda::get_gencode_flags();
 #ifdef CUDASCOPE_HAVE_CUDA
   ASSERT_FALSE(archs.empty());
-  EXPECT_NE(std::find(archs.begin(), archs.end(), "sm_90"), archs.end()) << flags;
-  for (const auto& arch : archs) EXPECT_THAT(flags, ::testing::HasSubstr("code=" + arch));
+  for (const auto& arch : archs) {
+    EXPECT_TRUE(arch.starts_with("sm_") || arch.starts_with("compute_")) << arch;
+    const std::string number = arch.substr(arch.find('_') + 1);
+    EXPECT_THAT(flags, ::testing::HasSubstr("-gencode compute=compute_" + number + ",code=" + arch));
+  }
 #else
   EXPECT_TRUE(archs.empty());
   EXPECT_TRUE(flags.empty());
 #endif
+}
+
+TEST(ArchListTest, ParsesCMakesEntriesAsTorchNamesThem) {
+  using ::testing::ElementsAre;
+  EXPECT_THAT(cuda::detail::parse_arch_list("75,80-real,90-virtual"),
+              ElementsAre("sm_75", "compute_75", "sm_80", "compute_90"));
+  EXPECT_THAT(cuda::detail::parse_arch_list("90a-real"), ElementsAre("sm_90a"));
+  EXPECT_THAT(cuda::detail::parse_arch_list(",,86,"), ElementsAre("sm_86", "compute_86"));
+  EXPECT_TRUE(cuda::detail::parse_arch_list("").empty());
+}
+
+TEST(ArchListTest, DeviceBinariesRunOnLaterMinorsOfTheirMajorAndPtxOnAnyLaterDevice) {
+  using cuda::detail::arch_runs_on;
+  EXPECT_TRUE(arch_runs_on("sm_80", 8, 0));
+  EXPECT_TRUE(arch_runs_on("sm_80", 8, 9));   // an L4 runs an A100's binary
+  EXPECT_FALSE(arch_runs_on("sm_86", 8, 0));  // not an earlier minor
+  EXPECT_FALSE(arch_runs_on("sm_80", 9, 0));  // nor another major
+  EXPECT_FALSE(arch_runs_on("sm_90", 7, 5));
+  EXPECT_TRUE(arch_runs_on("compute_75", 7, 5));
+  EXPECT_TRUE(arch_runs_on("compute_75", 12, 0));  // the driver compiles PTX for later devices
+  EXPECT_FALSE(arch_runs_on("compute_80", 7, 5));
+  EXPECT_TRUE(arch_runs_on("sm_90a", 9, 0));
+  EXPECT_FALSE(arch_runs_on("sm_100a", 10, 3));  // an architecture's own features: for it alone
+  EXPECT_TRUE(arch_runs_on("sm_100f", 10, 3));   // a family's: its later members too
+  EXPECT_FALSE(arch_runs_on("sm_9x", 9, 0));
+  EXPECT_FALSE(arch_runs_on("gfx90a", 9, 0));
+}
+
+TEST(ArchListTest, TheDefaultBuildRunsOnEveryGenerationFromTuring) {
+#ifdef CUDASCOPE_DEFAULT_CUDA_ARCHS
+  const auto archs = cuda::get_arch_list();
+  for (auto [major, minor] : {std::pair{7, 5}, {8, 0}, {8, 6}, {8, 9}, {9, 0}, {10, 0}, {12, 0}, {13, 0}}) {
+    EXPECT_TRUE(cuda::detail::archs_run_on(archs, major, minor))
+        << major << "." << minor << " with " << cuda::get_gencode_flags();
+  }
+  EXPECT_FALSE(cuda::detail::archs_run_on(archs, 7, 0)) << "Volta: not built for";
+#else
+  GTEST_SKIP() << "built without the CUDA toolkit, or for the architectures CMAKE_CUDA_ARCHITECTURES named";
+#endif
+}
+
+TEST(ArchListTest, AdviceNamesTheBuildsCodeAndTheSettingTheDeviceNeeds) {
+  const std::string advice = cuda::detail::no_kernel_image_advice({"sm_80", "sm_90"}, 7, 5);
+  EXPECT_THAT(advice, ::testing::HasSubstr("sm_80, sm_90"));
+  EXPECT_THAT(advice, ::testing::HasSubstr("compute capability 7.5"));
+  EXPECT_THAT(advice, ::testing::HasSubstr("-DCMAKE_CUDA_ARCHITECTURES=75"));
+  EXPECT_THAT(cuda::detail::no_kernel_image_advice({}, 8, 6), ::testing::HasSubstr("(none)"));
 }
 
 TEST(SyncDebugTest, WarnModePrintsOneWarningPerSynchronizingCall) {

@@ -7,10 +7,13 @@
 #include "../nvml/nvml_library.h"
 #include "../nvml/nvml_device_figures.h"
 
+#include "../arch_list.h"
 #include "../check.h"
 #include "../jiterator/device_jit.h"
 #include "../runtime_state.h"
 #include "../tool_loader.h"
+
+#include <cudascope/cuda/device.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -42,6 +45,19 @@
     }                                                                                             \
   } while (0)
 
+// A launch of the runtime's own kernels: as CUDASCOPE_CUDA_CHECK, and where the device has no
+// kernel image in this build, the error says which architectures the build has and what to
+// configure it with (the ones a device of another generation needs).
+#define CUDASCOPE_LAUNCH_CHECK(expr, device)                                                      \
+  do {                                                                                            \
+    const cudaError_t cudascope_status_ = (expr);                                                 \
+    if (cudascope_status_ != cudaSuccess) {                                                       \
+      cudaGetLastError();                                                                         \
+      ::cudascope::cuda::detail::throw_error(static_cast<int>(cudascope_status_), #expr, __FILE__, __LINE__, \
+                                             launch_error_text(cudascope_status_, (device)));     \
+    }                                                                                             \
+  } while (0)
+
 namespace cudascope::cuda::detail {
 
 std::string backend_error_name(int code) {
@@ -50,6 +66,19 @@ std::string backend_error_name(int code) {
 }
 
 namespace {
+
+std::string launch_error_text(cudaError_t status, int device) {
+  std::string text = cudaGetErrorString(status);
+  if (status != cudaErrorNoKernelImageForDevice) return text;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    return text;
+  }
+  const std::vector<std::string> archs = get_arch_list();
+  if (archs_run_on(archs, major, minor)) return text;
+  return text + " (device " + std::to_string(device) + ": " + no_kernel_image_advice(archs, major, minor) + ")";
+}
 
 // The driver entry points expandable segments need.
 struct DriverVm {
@@ -499,13 +528,13 @@ class CudaBackend final : public Backend {
 
   void launch_tensor_kernel(int device, StreamHandle stream, const TensorKernel& kernel) override {
     ScopedDevice on(device);
-    CUDASCOPE_CUDA_CHECK(launch_tensor_kernel_cuda(static_cast<cudaStream_t>(stream), kernel));
+    CUDASCOPE_LAUNCH_CHECK(launch_tensor_kernel_cuda(static_cast<cudaStream_t>(stream), kernel), device);
     if (launch_blocking()) CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   }
 
   void launch_spin(int device, StreamHandle stream, std::uint64_t nanoseconds) override {
     ScopedDevice on(device);
-    CUDASCOPE_CUDA_CHECK(launch_spin_kernel(static_cast<cudaStream_t>(stream), nanoseconds));
+    CUDASCOPE_LAUNCH_CHECK(launch_spin_kernel(static_cast<cudaStream_t>(stream), nanoseconds), device);
     if (launch_blocking()) CUDASCOPE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
   }
 
