@@ -36,13 +36,15 @@ std::string TraceWindows::open(std::chrono::duration<double> duration, bool gzip
     }
   }
   if (!window_) return "no free window name in " + directory_;
-  profiler::TraceInfo info = info_;
-  info.start_ns = cuda::instrumentation::host_time_ns();
-  try {
-    window_->begin(info);
-  } catch (const std::exception& e) {
-    window_.reset();
-    return e.what();
+  window_start_ns_ = cuda::instrumentation::host_time_ns();
+  header_pending_ = true;
+  if (begun_) {
+    try {
+      write_header_locked();
+    } catch (const std::exception& e) {
+      window_.reset();
+      return e.what();
+    }
   }
   path_ = path;
   last_failure_.clear();
@@ -72,6 +74,23 @@ std::string TraceWindows::status() {
 void TraceWindows::begin(const profiler::TraceInfo& info) {
   std::lock_guard lock(mutex_);
   info_ = info;
+  begun_ = true;
+  if (!window_ || !header_pending_) return;
+  try {
+    write_header_locked();
+  } catch (const std::exception& e) {
+    failed_locked(e);
+  }
+}
+
+// A window asked for before the session began (the server answers from the program's start,
+// the session begins when CUDA does) gets its header, which names the recording's source and
+// activities, once the session has them; no record reaches a window before that.
+void TraceWindows::write_header_locked() {
+  profiler::TraceInfo info = info_;
+  info.start_ns = window_start_ns_;
+  header_pending_ = false;
+  window_->begin(info);
 }
 
 // A window that cannot be written on ends (the writer closed it at its last flush); the
@@ -114,6 +133,7 @@ void TraceWindows::end(const profiler::TraceSummary& summary) {
   ended_ = true;
   if (!window_) return;
   try {
+    if (header_pending_) write_header_locked();
     close_locked(summary.end_ns);
   } catch (const std::exception& e) {
     failed_locked(e);

@@ -61,6 +61,7 @@ class TraceWindows final : public profiler::TraceSink {
   void end(const profiler::TraceSummary& summary) override;
 
  private:
+  void write_header_locked();
   void close_locked(std::uint64_t end_ns);
   void failed_locked(const std::exception& e);
   void release_full_locked();
@@ -69,6 +70,9 @@ class TraceWindows final : public profiler::TraceSink {
   int directory_fd_;
   std::string directory_;
   profiler::TraceInfo info_;
+  bool begun_ = false;           // the session has begun: info_ is its
+  bool header_pending_ = false;  // the open window's header waits for begin()
+  std::uint64_t window_start_ns_ = 0;
   bool ended_ = false;
   std::unique_ptr<profiler::TraceSink> window_;
   std::string path_, last_path_, last_failure_;
