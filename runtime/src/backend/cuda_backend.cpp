@@ -28,9 +28,20 @@
   do {                                                                                           \
     const cudaError_t cudascope_status_ = (expr);                                                \
     if (cudascope_status_ != cudaSuccess) {                                                      \
-      cudaGetLastError(); /* a non-sticky error must not resurface at the next launch */        \
-      ::cudascope::cuda::detail::throw_error(static_cast<int>(cudascope_status_), #expr, __FILE__, __LINE__, \
-                                             cudaGetErrorString(cudascope_status_));             \
+      ::cudascope::cuda::detail::throw_cuda_error(cudascope_status_, #expr, __FILE__, __LINE__,  \
+                                                  cudaGetErrorString(cudascope_status_));        \
+    }                                                                                            \
+  } while (0)
+
+// A launch of the runtime's own kernels: as CUDASCOPE_CUDA_CHECK, and where the device has no
+// kernel image in this build, the error says which architectures the build has and what to
+// configure it with (the ones a device of another generation needs).
+#define CUDASCOPE_LAUNCH_CHECK(expr, device)                                                     \
+  do {                                                                                           \
+    const cudaError_t cudascope_status_ = (expr);                                                \
+    if (cudascope_status_ != cudaSuccess) {                                                      \
+      ::cudascope::cuda::detail::throw_cuda_error(cudascope_status_, #expr, __FILE__, __LINE__,  \
+                                                  launch_error_text(cudascope_status_, (device))); \
     }                                                                                            \
   } while (0)
 
@@ -45,20 +56,15 @@
     }                                                                                             \
   } while (0)
 
-// A launch of the runtime's own kernels: as CUDASCOPE_CUDA_CHECK, and where the device has no
-// kernel image in this build, the error says which architectures the build has and what to
-// configure it with (the ones a device of another generation needs).
-#define CUDASCOPE_LAUNCH_CHECK(expr, device)                                                      \
-  do {                                                                                            \
-    const cudaError_t cudascope_status_ = (expr);                                                 \
-    if (cudascope_status_ != cudaSuccess) {                                                       \
-      cudaGetLastError();                                                                         \
-      ::cudascope::cuda::detail::throw_error(static_cast<int>(cudascope_status_), #expr, __FILE__, __LINE__, \
-                                             launch_error_text(cudascope_status_, (device)));     \
-    }                                                                                             \
-  } while (0)
-
 namespace cudascope::cuda::detail {
+
+// A failed runtime call: its error is cleared first, so a non-sticky one does not resurface at
+// the next launch.
+[[noreturn]] static void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line,
+                                          const std::string& detail) {
+  cudaGetLastError();
+  throw_error(static_cast<int>(status), call, file, line, detail);
+}
 
 std::string backend_error_name(int code) {
   const char* name = cudaGetErrorName(static_cast<cudaError_t>(code));
