@@ -75,7 +75,7 @@ TEST(GpuTest, NvmlFiguresArePlausible) {
   const int temperature = cuda::temperature(0);
   EXPECT_GT(temperature, 5);
   EXPECT_LT(temperature, 110);
-  EXPECT_GT(cuda::power_draw(0), 10000) << "an H100/H200 draws more than 10 W";
+  EXPECT_GT(cuda::power_draw(0), 1000) << "milliwatts: a powered card draws watts (an idle T4 about 9 W)";
   EXPECT_GT(cuda::clock_rate(0), 100);
   EXPECT_GE(cuda::memory_usage(0), 0);
   cuda::Stream stream;
