@@ -92,7 +92,7 @@ Stream::Stream(int device, int priority) {
   const int level = std::min(least - std::clamp(priority, greatest, least), levels - 1);
   priority_ = least - level;
   detail::DevicePools& pools = *detail::pools()[static_cast<std::size_t>(device_)];
-  std::call_once(pools.created, [&] { detail::create_pool(pools, device_, least, levels); });
+  std::call_once(pools.created, [&, least = least] { detail::create_pool(pools, device_, least, levels); });
   const unsigned index = pools.next[static_cast<std::size_t>(level)].fetch_add(1) % detail::kPoolSize;
   const detail::PoolSlot& slot = pools.slots[static_cast<std::size_t>(level)][index];
   handle_ = slot.handle;

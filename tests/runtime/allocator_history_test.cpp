@@ -440,9 +440,10 @@ TEST_F(FrameWalkTest, EqualChainsHashEquallyAndADifferentFrameChangesTheHash) {
   EXPECT_NE(walk(0).hash, first);
 }
 
-// Recursion compiled with frame pointers (the tests are built without them), so the walk
-// goes through every level: a stack deeper than the limit keeps its innermost frames.
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) void* allocate_below(int levels) {
+// Recursion compiled with frame pointers (this file is, whatever the build's flags; see
+// tests/runtime/CMakeLists.txt), so the walk goes through every level: a stack deeper than
+// the limit keeps its innermost frames.
+__attribute__((noinline)) void* allocate_below(int levels) {
   void* p = levels == 0 ? cuda::caching_allocator_alloc(4096, 0) : allocate_below(levels - 1);
   asm volatile("" : : "r"(p) : "memory");  // a call, not a jump: each level keeps its frame
   return p;

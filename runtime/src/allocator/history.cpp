@@ -24,6 +24,14 @@
 #include <type_traits>
 #include <unordered_set>
 
+// GCC's noipa (no inlining, cloning or other interprocedural change); clang has no such
+// attribute, and noinline is its nearest.
+#if defined(__clang__)
+#define CUDASCOPE_NOIPA __attribute__((noinline))
+#else
+#define CUDASCOPE_NOIPA __attribute__((noipa))
+#endif
+
 namespace cudascope::cuda::detail::alloc {
 
 namespace {
@@ -234,9 +242,9 @@ std::uint32_t stack_id(ThreadCapture& t, std::span<void* const> frames, std::uin
 
 // A thread with NVTX ranges open: its stack changes far less often than it allocates, so
 // the one interned last is compared first.
-// noipa here and below: a clone specialised to the thread_local would look it up again after
-// every call it makes.
-__attribute__((noipa)) std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t,
+// Not inlined nor cloned, here and below: a clone specialised to the thread_local would look it
+// up again after every call it makes.
+CUDASCOPE_NOIPA std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t,
                                                                 const std::vector<std::string>& ranges) {
   if (t.last_ranges != nullptr && *t.last_ranges == ranges) return t.last_ranges_id;
   std::uint64_t hash = ranges.size();
@@ -265,7 +273,7 @@ std::uint32_t nvtx_id(ThreadCapture& t) {
 
 namespace {
 // Out of line, so the NVTX-only capture does not set up the frame buffer.
-__attribute__((noipa)) std::uint32_t capture_stack(ThreadCapture& t) {
+CUDASCOPE_NOIPA std::uint32_t capture_stack(ThreadCapture& t) {
   if (t.bounds == StackBounds::kUnknown) [[unlikely]] find_stack_bounds(t);
   if (t.bounds != StackBounds::kKnown) return 0;
   void* buffer[kMaxFrames];
