@@ -268,14 +268,13 @@ TEST(GuiWindowTest, TracesOpenInTabsWithKernelsNestingAndFlowsDrawn) {
   auto* view = kineto->view();
   QImage shot = screenshot(w, "trace_kineto_overview");
   const auto& model = kineto->document()->model();
-  size_t kernel_items = 0, kernels_in_items = 0, merged = 0;
+  size_t kernel_items = 0, merged = 0;
   QRect stream_rows;
   for (const auto& item : view->paintedItems()) {
     const auto& e = model.event(item.item.event);
     if (item.item.merged()) ++merged;
     if (model.cat(e) == "kernel") {
       ++kernel_items;
-      kernels_in_items += item.item.count;
       stream_rows |= item.rect.toAlignedRect();
     }
   }

@@ -344,7 +344,7 @@ void TraceTimelineView::paintAll(QPainter& p, QSize size) {
   }
   p.setFont(font());
   p.setClipping(false);
-  paintRuler(p, plot);
+  paintRuler(p);
 }
 
 std::vector<std::pair<double, QString>> TraceTimelineView::rulerLabels() const {
@@ -364,7 +364,7 @@ std::vector<std::pair<double, QString>> TraceTimelineView::rulerLabels() const {
   return out;
 }
 
-void TraceTimelineView::paintRuler(QPainter& p, const QRect& plot) {
+void TraceTimelineView::paintRuler(QPainter& p) {
   p.fillRect(QRect(0, 0, width(), kRulerHeight), kHeaderBg);
   const QFontMetrics fm = p.fontMetrics();
   for (const auto& [x, label] : rulerLabels()) {

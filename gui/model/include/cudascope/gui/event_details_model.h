@@ -28,7 +28,6 @@ class EventDetailsModel : public QAbstractTableModel {
   using QAbstractTableModel::QAbstractTableModel;
   // Shows `event` of `document` (kNone or a null document: nothing).
   void setEvent(TraceDocument* document, quint32 event);
-  quint32 event() const { return event_; }
   // The value shown for `field` ("" when absent), for tests and tooltips.
   QString value(const QString& field) const;
 

@@ -110,7 +110,7 @@ class TraceTimelineView : public QWidget {
 
  private:
   void paintAll(QPainter& p, QSize size);
-  void paintRuler(QPainter& p, const QRect& plot);
+  void paintRuler(QPainter& p);
   void paintSlices(QPainter& p, const QRect& plot, quint32 row, int top);
   void paintCounter(QPainter& p, const QRect& plot, quint32 row, int top);
   // Merges scratch_'s items from `first` on (the folded lanes') into runs in the last lane.
