@@ -34,7 +34,9 @@ void hold(double seconds, const sigset_t& stop_signals) {
   }
 }
 
-void run_demo(const DemoOptions& options) {
+// Not inlined: the snapshots' C++ stacks show the demo's allocations under a frame of its own,
+// whatever a compiler inlines into the command's callback.
+[[gnu::noinline]] void run_demo(const DemoOptions& options) {
   using namespace cudascope;
   cudascope::cli::check_backend_variable();
   // The demo runs wherever it can: a GPU when there is one, else the simulated device.
