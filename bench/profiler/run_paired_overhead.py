@@ -96,8 +96,8 @@ def delayable_configs(names):
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in known]
     if unknown or not wanted:
-        sys.exit(f"run_paired_overhead: --configs {names!r}: " + (f"no configuration {', '.join(unknown)}" if unknown else "names none")
-                 + f"; those under cudascope run: {', '.join(known)}")
+        problem = f"no configuration {', '.join(unknown)}" if unknown else "names none"
+        sys.exit(f"run_paired_overhead: --configs {names!r}: {problem}; those under cudascope run: {', '.join(known)}")
     return [known[n] for n in wanted]
 
 
@@ -108,16 +108,16 @@ def run_rounds(chosen, args):
     runs = [None] + chosen
     for r in range(args.rounds):
         shift = r % len(runs)  # rotated each round: no configuration always first or last
-        pair = {}
+        this_round = {}
         for config in runs[shift:] + runs[:shift]:
-            pair[config.name if config else None] = run_once(config, args)
-        if None in pair.values():
+            this_round[config.name if config else None] = run_once(config, args)
+        if None in this_round.values():
             print(f"round {r + 1}/{args.rounds}: incomplete", file=sys.stderr, flush=True)
             continue
-        for name, value in pair.items():
+        for name, value in this_round.items():
             ratios[name].append(value)
-        costs = ", ".join(f"{c.name} {pair[c.name][0] / pair[None][0]:.3f}" for c in chosen)
-        print(f"round {r + 1}/{args.rounds}: plain after/before {pair[None][0]:.3f}; cost {costs}",
+        costs = ", ".join(f"{c.name} {this_round[c.name][0] / this_round[None][0]:.3f}" for c in chosen)
+        print(f"round {r + 1}/{args.rounds}: plain after/before {this_round[None][0]:.3f}; cost {costs}",
               file=sys.stderr, flush=True)
     return ratios
 
