@@ -22,7 +22,9 @@
 #   overhead  plain against metrics-only, 9 rounds, against 1.02x (about 4 minutes; run by name,
 #             not by default)
 #   overhead_paired  the same cost measured inside each process, before and after a delayed
-#             start (run_paired_overhead.py, 9 rounds, about 8 minutes; run by name)
+#             start (run_paired_overhead.py, 9 rounds, about 8 minutes; run by name;
+#             OVERHEAD_ROUNDS and OVERHEAD_CONFIGS, e.g. metrics-only,mo-kernel-kinds, as its
+#             --rounds and --configs)
 #   report    the summary line and OUT/gpu-verification.md
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.
@@ -189,7 +191,7 @@ stage_overhead() {
 
 stage_overhead_paired() {
   check overhead-metrics-only-paired overhead_paired.log python3 "$root/bench/profiler/run_paired_overhead.py" \
-    --cli "$cli" --rounds 9
+    --cli "$cli" --rounds "${OVERHEAD_ROUNDS:-9}" --configs "${OVERHEAD_CONFIGS:-metrics-only}"
 }
 
 stage_report() {
