@@ -508,6 +508,16 @@ bool being_written(const std::string& path) {
   return held;
 }
 
+// A program ended by a signal is said to be, by name: its exit code alone (128 + the signal)
+// is easily read as the program's own, and a crash must not pass for one.
+void report_signal(int status, bool no_trace) {
+  if (!WIFSIGNALED(status)) return;
+  const int signal_number = WTERMSIG(status);
+  const char* name = strsignal(signal_number);
+  std::fprintf(stderr, "cudascope: the program ended by signal %d (%s)%s\n", signal_number, name != nullptr ? name : "?",
+               no_trace ? "" : "; the trace holds what it recorded up to its last flush");
+}
+
 // The end of a run: each trace written, closed if the program was killed before it could.
 void report_traces(std::vector<TraceFile> files, const std::string& output, int status) {
   if (files.empty()) {
@@ -520,10 +530,6 @@ void report_traces(std::vector<TraceFile> files, const std::string& output, int 
     // Killed before it could close its trace: keep what it flushed, closed so it loads.
     const std::string problem = cudascope::analysis::repair_trace_file(file.path);
     if (!problem.empty()) std::fprintf(stderr, "cudascope: closing the cut-short trace: %s\n", problem.c_str());
-  }
-  if (WIFSIGNALED(status)) {
-    std::fprintf(stderr, "cudascope: the program ended by signal %d; the trace holds what it recorded up to its last flush\n",
-                 WTERMSIG(status));
   }
   for (const TraceFile& file : files) {
     if (!file.failure.empty()) {
@@ -601,6 +607,7 @@ int run_traced(const RunOptions& options) {
   progress.close_ends();
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  report_signal(status, live_metrics.no_trace);
   const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });
   if (!live_metrics.no_trace) {
     for (TraceFile& file : unreported_traces(output, started, run_id, files)) files.push_back(std::move(file));

@@ -3,8 +3,10 @@
 // then a CUDA child, a lone such process, one ended by SIGTERM. None of them may leave a trace
 // file (`stats trace_*.json.gz` would list it as a rank "-"); their CUDA children must, through
 // exit, SIGTERM and SIGKILL; an NVTX-only process keeps its trace; a process whose file is
-// named late never overwrites the trace of one that ended meanwhile.
+// named late never overwrites the trace of one that ended meanwhile; a program ended by a
+// signal is said to be, with a trace or metrics only.
 #include "fresh_directory_test.h"
+#include "../metrics/metrics_text.h"
 #include "nvtx_message.h"
 #include "run_cli.h"
 #include "test_support.h"
@@ -461,6 +463,21 @@ TEST_F(RunNoCudaTest, CudaProcessKilledWithSigkillLeavesAReadableTrace) {
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_GT(count_kernels(read.trace), 0) << "3000 steps outlast several periodic flushes";
   EXPECT_EQ(cudascope::analysis::validate_trace(read.trace), std::vector<std::string>{});
+}
+
+// A crash must not pass for the program's own exit code: run names the signal, whether it
+// wrote a trace or served metrics only (where there is no trace to repair or report).
+TEST_F(RunNoCudaTest, RunNamesTheSignalThatEndedTheProgramWithATraceOrMetricsOnly) {
+  const std::string program = " -- " + self_path() + " --endless 300";
+  const auto traced = run_cli(kSim, "run -o " + path("t.json") + program);
+  EXPECT_EQ(traced.exit_code, 128 + SIGKILL) << traced.output;
+  EXPECT_NE(traced.output.find("the program ended by signal 9 (Killed); the trace holds"), std::string::npos)
+      << traced.output;
+  const std::string address = "127.0.0.1:" + std::to_string(cudascope::testing::free_port());
+  const auto metrics_only = run_cli(kSim, "run --metrics " + address + " --no-trace" + program);
+  EXPECT_EQ(metrics_only.exit_code, 128 + SIGKILL) << metrics_only.output;
+  EXPECT_NE(metrics_only.output.find("the program ended by signal 9 (Killed)\n"), std::string::npos)
+      << metrics_only.output;
 }
 
 }  // namespace
