@@ -12,6 +12,9 @@
 #   journey2  a training loop under `run --metrics` (with a trace; without, counting every kernel;
 #             without, sampling kernel records) and a job on our allocator with CUDASCOPE_METRICS,
 #             scraped every 200 ms for the whole run
+#   sampling_stress  the journey-2 job again and again under metrics-only recording, kernel
+#             records switched on and off 200 times a second: no run may crash (SAMPLING_STRESS_RUNS
+#             runs, default 6, about 15 s each)
 #   journey3  the wrapped loop's kernels, name by name, equal torch.profiler's for the same steps
 #   replays   every recorded sequence in tests/data on the cuda backend against PyTorch's figures,
 #             beside PyTorch replaying the same sequences on this GPU
@@ -26,6 +29,8 @@
 #             OVERHEAD_ROUNDS and OVERHEAD_CONFIGS, e.g. metrics-only,mo-kernel-kinds, as its
 #             --rounds and --configs)
 #   report    the summary line and OUT/gpu-verification.md
+# The jobs of journey2 and sampling_stress run with bench/journeys/crash_stack.c preloaded: one
+# that dies of a signal leaves its native stack, named, at the end of its log.
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.
 # Environment: BUILD_DIR (default build-gpu), OUT (default gpu-results), CMAKE_ARGS, CUDASCOPE_COMMIT
@@ -56,6 +61,7 @@ check() {
   if [ $rc -eq 0 ]; then
     record PASS "$name" "$detail ($((SECONDS - start)) s)"
   else
+    python3 "$root/bench/journeys/crash_stacks.py" "$log" >>"$log" 2>&1
     record FAIL "$name" "$detail (exit $rc, log $(basename "$log"))"
   fi
 }
@@ -102,11 +108,20 @@ stage_journey1() {
     --cudascope "$cli" --out "$out/journey1"
 }
 
+# Sets with_crash_stack: an `env` command line that runs a job with the crash-stack library
+# (built into OUT) preloaded and Python's faulthandler on.
+prepare_crash_stack() {
+  local library
+  library=$(python3 "$root/bench/journeys/crash_stacks.py" --build "$out/crash_stack") || return 1
+  with_crash_stack=(env "LD_PRELOAD=$library${LD_PRELOAD:+ $LD_PRELOAD}" PYTHONFAULTHANDLER=1)
+}
+
 stage_journey2() {
   local train=$root/bench/profiler/torch_train.py loop=$root/bench/torch_allocator/train_loop.py traced
+  prepare_crash_stack || { record FAIL journey2 "cannot build bench/journeys/crash_stack.c"; return 1; }
   check journey2-metrics-with-trace journey2_trace.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
     --addr 127.0.0.1:9471 --interval 0.2 --trace "$out/journey2_trace.json.gz" --cudascope "$cli" -- \
-    "$cli" run --metrics 127.0.0.1:9471 -o "$out/journey2_trace.json.gz" -- \
+    "${with_crash_stack[@]}" "$cli" run --metrics 127.0.0.1:9471 -o "$out/journey2_trace.json.gz" -- \
     python3 "$train" --steps 40 --warmup 2 --linger 1.5
   traced=$("$cli" stats --json "$out/journey2_trace.json.gz" 2>/dev/null |
     python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null)
@@ -117,16 +132,22 @@ stage_journey2() {
   # every two (0.05 s every 0.1 s), so the check is of the sampled path end to end; the
   # estimator's error at the default is measured by bench/profiler/run_overhead_bench.py.
   check journey2-metrics-no-trace journey2_no_trace.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
-    --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- env CUDASCOPE_METRICS_SAMPLING=0 \
+    --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- "${with_crash_stack[@]}" CUDASCOPE_METRICS_SAMPLING=0 \
     "$cli" run --metrics 127.0.0.1:9472 --no-trace -- python3 "$train" --steps 40 --warmup 2 --linger 1.5
   check journey2-metrics-sampled journey2_sampled.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
     --addr 127.0.0.1:9474 --interval 0.2 --estimated "${traced:-0}" --tolerance 0.35 -- \
-    env CUDASCOPE_METRICS_SAMPLE_WINDOW=0.05 CUDASCOPE_METRICS_SAMPLE_PERIOD=0.1 \
+    "${with_crash_stack[@]}" CUDASCOPE_METRICS_SAMPLE_WINDOW=0.05 CUDASCOPE_METRICS_SAMPLE_PERIOD=0.1 \
     "$cli" run --metrics 127.0.0.1:9474 --no-trace -- python3 "$train" --steps 40 --warmup 2 --linger 1.5
   check journey2-torch-allocator-metrics journey2_allocator.log env PYTHONPATH="$build/lib" \
     CUDASCOPE_METRICS=127.0.0.1:9473 CUBLAS_WORKSPACE_CONFIG=:4096:8 \
     python3 "$root/bench/journeys/metrics_scrape_check.py" --addr 127.0.0.1:9473 --interval 0.2 --allocator -- \
-    python3 "$loop" --allocator cudascope --steps 100 --linger 1.5
+    "${with_crash_stack[@]}" python3 "$loop" --allocator cudascope --steps 100 --linger 1.5
+}
+
+stage_sampling_stress() {
+  check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
+    --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" -- \
+    python3 "$root/bench/profiler/torch_train.py" --steps 40 --warmup 2
 }
 
 journey3() {
@@ -138,7 +159,13 @@ journey3() {
   "$cli" stats --json "$dir/kineto.json" >"$dir/kineto.stats.json" || return 1
   python3 "$root/bench/journeys/compare_stats.py" "$dir/ours.stats.json" "$dir/kineto.stats.json"
 }
-stage_journey3() { check journey3-kernels-vs-torch-profiler journey3.log journey3; }
+stage_stage_sampling_stress() {
+  check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
+    --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" -- \
+    python3 "$root/bench/profiler/torch_train.py" --steps 40 --warmup 2
+}
+
+journey3() { check journey3-kernels-vs-torch-profiler journey3.log journey3; }
 
 stage_replays() {
   check replays-vs-pytorch replays.log python3 "$root/bench/runtime/replay_vs_torch.py" "$cli" \
@@ -222,7 +249,7 @@ case "${1:-}" in
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 journey3 replays whatif torch ranks report)
+[ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 sampling_stress journey3 replays whatif torch ranks report)
 status=0
 for stage in "${stages[@]}"; do
   if ! declare -F "stage_$stage" >/dev/null; then

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Metrics-only sampling under stress on a GPU: a PyTorch job run again and again under
+`cudascope run --metrics ADDR --no-trace` with kernel records switched on and off far more
+often than by default (a WINDOW in every PERIOD: by default 5 ms in every 10 ms, 200 switches
+a second against the default's 2), from CUDA's start through the job's first cuBLAS calls and
+its steps. No run may end other than normally.
+
+A job of the sampled journey-2 check died of SIGSEGV once on an H200 (2026-11-27) and passed
+when run again; this check repeats that path, each run with crash_stack.c preloaded, so that a
+crash leaves the native stack of its faulting thread (named by crash_stacks.py) and Python's
+stacks in OUT/run_N.log. With --control N, N more runs record every kernel without switching
+(CUDASCOPE_METRICS_SAMPLING=0): crashes there too would mean the switching is not the cause.
+
+  sampling_stress_check.py --cli CLI --out DIR [--runs 6] [--control 0] [--window 0.005]
+                           [--period 0.01] -- JOB...
+Prints a line per run and a PASS/FAIL line; exit 1 on failure."""
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from crash_stacks import Symbols, build_library, job_environment, symbolize
+
+RUN_TIMEOUT_S = 300
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def describe(returncode):
+    """A job's end in words: cudascope run passes a signal on as 128 + its number."""
+    if returncode == 0:
+        return "exit 0"
+    if returncode < 0:
+        return f"signal {signal.Signals(-returncode).name} (of cudascope run itself)"
+    if returncode > 128 and returncode - 128 in signal.valid_signals():
+        return f"exit {returncode}: the job ended by {signal.Signals(returncode - 128).name}"
+    return f"exit {returncode}"
+
+
+def run_once(args, job, env_extra, log_path):
+    """One run of JOB under metrics-only recording; (return code, seconds). Its output is kept
+    in LOG_PATH."""
+    command = [args.cli, "run", "--metrics", f"127.0.0.1:{free_port()}", "--no-trace", "--"] + job
+    env = dict(os.environ, **env_extra)
+    start = time.monotonic()
+    with open(log_path, "w") as log:
+        log.write(" ".join(f"{k}={v}" for k, v in env_extra.items()) + " " + " ".join(command) + "\n")
+        log.flush()
+        try:
+            returncode = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        timeout=RUN_TIMEOUT_S).returncode
+        except subprocess.TimeoutExpired:
+            log.write(f"timed out after {RUN_TIMEOUT_S} s\n")
+            returncode = 124
+    return returncode, time.monotonic() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--out", required=True, help="directory for each run's log and the preload")
+    parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--control", type=int, default=0, help="runs recording every kernel, without switching")
+    parser.add_argument("--window", type=float, default=0.005)
+    parser.add_argument("--period", type=float, default=0.01)
+    args, job = parser.parse_known_args()
+    job = job[1:] if job[:1] == ["--"] else job
+    if not job:
+        parser.error("no job given after --")
+    if not os.access(args.cli, os.X_OK):
+        parser.error(f"--cli {args.cli}: not an executable")
+    if args.runs < 1 or args.control < 0:
+        parser.error("--runs must be at least 1 and --control at least 0")
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        crash_env = job_environment(build_library(args.out))
+    except subprocess.CalledProcessError as e:
+        print(f"FAIL: cannot build the crash-stack preload: {e.stderr.strip()}")
+        return 1
+    plans = [("sampled", {"CUDASCOPE_METRICS_SAMPLE_WINDOW": str(args.window),
+                          "CUDASCOPE_METRICS_SAMPLE_PERIOD": str(args.period)})] * args.runs
+    plans += [("every kernel", {"CUDASCOPE_METRICS_SAMPLING": "0"})] * args.control
+    failed = {"sampled": [], "every kernel": []}
+    symbols = Symbols()
+    for n, (kind, sampling_env) in enumerate(plans, 1):
+        log_path = os.path.join(args.out, f"run_{n}.log")
+        returncode, seconds = run_once(args, job, {**crash_env, **sampling_env}, log_path)
+        print(f"run {n}/{len(plans)} ({kind}): {describe(returncode)} after {seconds:.1f} s", flush=True)
+        if returncode != 0:
+            failed[kind].append(n)
+            with open(log_path, errors="replace") as f:
+                stacks = symbolize(f.read(), symbols)
+            print(stacks or f"  no native stack in {log_path}", flush=True)
+    switching = f"{args.window * 1e3:g} ms of kernel records in every {args.period * 1e3:g} ms"
+    summary = f"{args.runs} runs with {switching}: {len(failed['sampled'])} did not end normally"
+    if args.control:
+        summary += f"; {args.control} recording every kernel: {len(failed['every kernel'])} did not"
+    bad = failed["sampled"] + failed["every kernel"]
+    print(("FAIL: " if bad else "PASS: ") + summary + (f" (logs run_{', run_'.join(map(str, bad))})" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
