@@ -7,7 +7,9 @@
 # The ASan build is also the coverage build (gcc --coverage): one instrumented build runs every
 # test of tests/runtime, tests/profiler and tests/analysis under ASan and UBSan, and
 # `scripts/coverage.sh --report build-asan` reads the counts that run leaves. A second build of
-# the same sources for coverage alone took a fifth of the CI run.
+# the same sources for coverage alone took a fifth of the CI run. The TSan build adds the
+# profiler's tests (record buffers from many threads, sessions, sampling switched every
+# millisecond while threads launch) to the runtime's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -27,7 +29,8 @@ coverage=("-DCMAKE_CXX_FLAGS=--coverage -fprofile-update=atomic" "-DCMAKE_C_FLAG
 # with the command and the injection library they need), the TSan build no analysis library.
 asan_dirs=(tests/runtime tests/profiler tests/analysis)
 asan_targets=(unit_tests_runtime unit_tests_profiler unit_tests_analysis)
-tsan_targets=(allocator_threads_test allocator_test allocator_replay_test runtime_test runtime_sim_test host_allocator_test blas_test ipc_test graphs_test)
+tsan_targets=(allocator_threads_test allocator_test allocator_replay_test runtime_test runtime_sim_test host_allocator_test blas_test ipc_test graphs_test
+              profiler_test)
 export CUDASCOPE_BACKEND=sim
 
 run() {  # run BUILD_DIR TEST...
@@ -119,7 +122,7 @@ if [[ "$which" == all || "$which" == tsan ]] && [[ "$phase" != build ]]; then
     run build-tsan allocator_replay_test runtime_test blas_test
   ) >"$lanes/1.log" 2>&1 &
   lane1=$!
-  (run build-tsan allocator_test runtime_sim_test host_allocator_test ipc_test graphs_test) >"$lanes/2.log" 2>&1 &
+  (run build-tsan allocator_test runtime_sim_test host_allocator_test ipc_test graphs_test profiler_test) >"$lanes/2.log" 2>&1 &
   lane2=$!
   status=0
   wait "$lane1" || status=1
