@@ -1,6 +1,7 @@
 // The CUDASCOPE_* variables as a user sets them around `cudascope run` and the injection
 // library (issue 25): an inherited variable run owns changes nothing, a bad one is found
 // before the program starts, and inside a program a bad value is named and never crashes it.
+#include "../metrics/metrics_text.h"
 #include "run_cli.h"
 #include "test_support.h"
 
@@ -8,11 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -31,22 +28,6 @@ std::size_t kernels_in(const std::string& path) {
   std::size_t n = 0;
   for (const auto& e : trace.at("traceEvents")) n += e.value("cat", "") == "kernel" ? 1 : 0;
   return n;
-}
-
-// A loopback TCP port that was free a moment ago.
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
 }
 
 const std::string cli = CUDASCOPE_CLI_PATH;
@@ -107,7 +88,7 @@ TEST(EnvRunTest, LibraryRefusesNonFiniteTimesAndSaysSo) {
 // the program is recorded with the default plan rather than not at all.
 TEST(EnvRunTest, BadSamplingSettingIsNamedAndTheDefaultPlanUsed) {
   const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
-  const int port = free_port();
+  const int port = cudascope::testing::free_port();
   for (const std::string setting : {"CUDASCOPE_METRICS_SAMPLE_WINDOW=0", "CUDASCOPE_METRICS_SAMPLE_PERIOD=inf",
                                     "CUDASCOPE_METRICS_SAMPLE_WINDOW=2 CUDASCOPE_METRICS_SAMPLE_PERIOD=1"}) {
     const auto result = run_shell("CUDASCOPE_BACKEND=sim " + setting + " " + cli + " run --metrics 127.0.0.1:" +
