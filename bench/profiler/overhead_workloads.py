@@ -14,11 +14,12 @@ profiler's events, which is not timed either way, as cudascope's trace writing a
 --scrape-port P --scrape-out FILE: after the loops, waits for the recording's periodic flush
 to deliver the last kernel records, then saves this process's live metrics (served by the
 cudascope injection library on 127.0.0.1:P) to FILE.
---paired D (run_paired_overhead.py): the MLP loop alone, in blocks of 50 steps, on both sides of
-the moment a recording delayed by D seconds (`cudascope run --delay D`) starts; prints
-OVERHEAD_PHASES {"before": {"steps", "seconds", "cpu_seconds"}, "recorded": {...}, "warm_s": S}:
-the blocks wholly before the recording can have started, those of the recorded phase, and when
-the loop was ready, S seconds after CUDA's start (paired_phases)."""
+--paired D [--paired-duration T] [--paired-phase S] (run_paired_overhead.py): the MLP loop
+alone, in blocks of 50 steps, around a recording that starts D seconds after CUDA's start and
+stops T seconds later (`cudascope run --delay D --duration T`); prints OVERHEAD_PHASES
+{"before": {"steps", "seconds", "cpu_seconds"}, "recorded": {...}, "after": {...}, "warm_s": W}:
+the blocks before the recording, of S seconds of it, of S seconds after it, and when the loop
+was ready (paired_phases.py; no "after" without T)."""
 import argparse
 import json
 import os
@@ -29,6 +30,8 @@ import urllib.request
 import torch
 import torch.nn as nn
 
+from paired_phases import paired_phases
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--mlp-steps", type=int, default=1500)
 parser.add_argument("--transformer-steps", type=int, default=30)
@@ -36,6 +39,8 @@ parser.add_argument("--torch-profiler", choices=["cuda", "cpu,cuda"], default=No
 parser.add_argument("--scrape-port", type=int, default=0)
 parser.add_argument("--scrape-out", default=None)
 parser.add_argument("--paired", type=float, default=None, metavar="D")
+parser.add_argument("--paired-duration", type=float, default=None, metavar="T")
+parser.add_argument("--paired-phase", type=float, default=6.0, metavar="S")
 args = parser.parse_args()
 
 # The CUDA driver loads the injection library, and its --delay clock starts, in cuInit, which
@@ -99,43 +104,13 @@ def timed(step, steps):
     return time.perf_counter() - start, time.process_time() - cpu_start
 
 
-# --paired: the phases around the delayed start. Before: blocks that end 1.5 s before the
-# latest start (the recording starts earlier by the time from cuInit to cuda_ready: CUDA's
-# initialisation, well under that margin). Recorded: blocks that
-# begin 1 s after it (CUPTI attached, buffers made) for 6 s, several sampling periods (a
-# window's slot is random in each period, so a phase of whole blocks holds about one a second).
-PAIRED_MARGIN_S, PAIRED_SETTLE_S, PAIRED_RECORDED_S, PAIRED_BLOCK_STEPS = 1.5, 1.0, 6.0, 50
-
-
-def paired_phases(step, delay):
-    """{"before": ..., "recorded": ..., "warm_s": ...}: steps, wall and CPU seconds of each
-    phase's blocks, and when the loop was ready (seconds after cuda_ready), so an empty before
-    phase says how much longer the delay must be."""
-    phases = {name: {"steps": 0, "seconds": 0.0, "cpu_seconds": 0.0} for name in ("before", "recorded")}
-    phases["warm_s"] = time.perf_counter() - cuda_ready
-    start_at = cuda_ready + delay
-    while True:
-        torch.cuda.synchronize()
-        begin, cpu_begin = time.perf_counter(), time.process_time()
-        if begin >= start_at + PAIRED_SETTLE_S + PAIRED_RECORDED_S:
-            return phases
-        for _ in range(PAIRED_BLOCK_STEPS):
-            step()
-        torch.cuda.synchronize()
-        end = time.perf_counter()
-        phase = ("before" if end <= start_at - PAIRED_MARGIN_S
-                 else "recorded" if begin >= start_at + PAIRED_SETTLE_S else None)
-        if phase:
-            phases[phase]["steps"] += PAIRED_BLOCK_STEPS
-            phases[phase]["seconds"] += end - begin
-            phases[phase]["cpu_seconds"] += time.process_time() - cpu_begin
-
-
 mlp_step = mlp_workload()
 if args.paired is not None:
     for _ in range(20):
         mlp_step()
-    print("OVERHEAD_PHASES " + json.dumps(paired_phases(mlp_step, args.paired)), flush=True)
+    phases = paired_phases(mlp_step, torch.cuda.synchronize, cuda_ready, args.paired, args.paired_duration,
+                           args.paired_phase)
+    print("OVERHEAD_PHASES " + json.dumps(phases), flush=True)
     sys.exit(0)
 transformer_step = transformer_workload()
 for _ in range(20):
