@@ -24,8 +24,9 @@
 #             GPUs collectives of two process groups paired by communicator (run_tp_dp_check.sh)
 #   overhead  plain against metrics-only, 9 rounds, against 1.02x (about 4 minutes; run by name,
 #             not by default)
-#   overhead_paired  the same cost measured inside each process, before and after a delayed
-#             start (run_paired_overhead.py, 9 rounds, about 8 minutes; run by name;
+#   overhead_paired  the same cost measured inside each process, a recording's phase against
+#             the phases before and after it (run_paired_overhead.py, 9 rounds, about 9 minutes
+#             with metrics-only alone; run by name;
 #             OVERHEAD_ROUNDS and OVERHEAD_CONFIGS, e.g. metrics-only,mo-kernel-kinds, as its
 #             --rounds and --configs)
 #   report    the summary line and OUT/gpu-verification.md
