@@ -27,8 +27,8 @@
 #   overhead_paired  the same cost measured inside each process, a recording's phase against
 #             the phases before and after it (run_paired_overhead.py, 9 rounds, about 9 minutes
 #             with metrics-only alone; run by name;
-#             OVERHEAD_ROUNDS and OVERHEAD_CONFIGS, e.g. metrics-only,mo-kernel-kinds, as its
-#             --rounds and --configs)
+#             OVERHEAD_ROUNDS, OVERHEAD_CONFIGS (e.g. metrics-only,mo-kernel-kinds) and
+#             OVERHEAD_LOOP (mlp or transformer) as its --rounds, --configs and --loop)
 #   report    the summary line and OUT/gpu-verification.md
 # The jobs of journey2 and sampling_stress run with bench/journeys/crash_stack.c preloaded: one
 # that dies of a signal leaves its native stack, named, at the end of its log.
@@ -219,7 +219,8 @@ stage_overhead() {
 
 stage_overhead_paired() {
   check overhead-metrics-only-paired overhead_paired.log python3 "$root/bench/profiler/run_paired_overhead.py" \
-    --cli "$cli" --rounds "${OVERHEAD_ROUNDS:-9}" --configs "${OVERHEAD_CONFIGS:-metrics-only}"
+    --cli "$cli" --rounds "${OVERHEAD_ROUNDS:-9}" --configs "${OVERHEAD_CONFIGS:-metrics-only}" \
+    --loop "${OVERHEAD_LOOP:-mlp}"
 }
 
 stage_report() {

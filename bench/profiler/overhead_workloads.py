@@ -14,8 +14,8 @@ profiler's events, which is not timed either way, as cudascope's trace writing a
 --scrape-port P --scrape-out FILE: after the loops, waits for the recording's periodic flush
 to deliver the last kernel records, then saves this process's live metrics (served by the
 cudascope injection library on 127.0.0.1:P) to FILE.
---paired D [--paired-duration T] [--paired-phase S] (run_paired_overhead.py): the MLP loop
-alone, in blocks of 50 steps, around a recording that starts D seconds after CUDA's start and
+--paired D [--paired-duration T] [--paired-phase S] [--paired-loop mlp|transformer]
+(run_paired_overhead.py): one loop alone (the MLP's by default), in blocks of steps, around a recording that starts D seconds after CUDA's start and
 stops T seconds later (`cudascope run --delay D --duration T`); prints OVERHEAD_PHASES
 {"before": {"steps", "seconds", "cpu_seconds"}, "recorded": {...}, "after": {...}, "warm_s": W}:
 the blocks before the recording, of S seconds of it, of S seconds after it, and when the loop
@@ -41,6 +41,7 @@ parser.add_argument("--scrape-out", default=None)
 parser.add_argument("--paired", type=float, default=None, metavar="D")
 parser.add_argument("--paired-duration", type=float, default=None, metavar="T")
 parser.add_argument("--paired-phase", type=float, default=6.0, metavar="S")
+parser.add_argument("--paired-loop", choices=["mlp", "transformer"], default="mlp")
 args = parser.parse_args()
 
 # The CUDA driver loads the injection library, and its --delay clock starts, in cuInit, which
@@ -104,14 +105,19 @@ def timed(step, steps):
     return time.perf_counter() - start, time.process_time() - cpu_start
 
 
-mlp_step = mlp_workload()
+# --paired's loops: warm-up steps, and steps per timed block (the transformer's step is about
+# a hundred times the MLP's).
+PAIRED_LOOPS = {"mlp": (mlp_workload, 20, 50), "transformer": (transformer_workload, 2, 2)}
 if args.paired is not None:
-    for _ in range(20):
-        mlp_step()
-    phases = paired_phases(mlp_step, torch.cuda.synchronize, cuda_ready, args.paired, args.paired_duration,
-                           args.paired_phase)
+    make, warm_up, block_steps = PAIRED_LOOPS[args.paired_loop]
+    paired_step = make()
+    for _ in range(warm_up):
+        paired_step()
+    phases = paired_phases(paired_step, torch.cuda.synchronize, cuda_ready, args.paired, args.paired_duration,
+                           args.paired_phase, block_steps=block_steps)
     print("OVERHEAD_PHASES " + json.dumps(phases), flush=True)
     sys.exit(0)
+mlp_step = mlp_workload()
 transformer_step = transformer_workload()
 for _ in range(20):
     mlp_step()

@@ -1,7 +1,7 @@
 """The phases of one process of run_paired_overhead.py, around a recording that starts DELAY
 seconds after CUDA's start and, given a DURATION, stops DURATION seconds later (`cudascope run
---delay D --duration T`): the loop runs in blocks of steps throughout, and each block that lies
-wholly inside a phase counts for it:
+--delay D --duration T`): the loop runs in blocks of steps throughout (50 by default, fewer
+for a loop of long steps), and each block that lies wholly inside a phase counts for it:
 
   before    blocks of the PHASE seconds that end MARGIN before the latest start (the
             recording starts earlier by the time from cuInit to the caller's clock: CUDA's
@@ -54,7 +54,7 @@ def shortest_duration(phase_s):
 
 
 def paired_phases(step, synchronize, ready_at, delay, duration=None, phase_s=6.0, clock=time.perf_counter,
-                  cpu_clock=time.process_time):
+                  cpu_clock=time.process_time, block_steps=BLOCK_STEPS):
     """{"before"|"recorded"|"after": {"steps", "seconds", "cpu_seconds"}, "warm_s": S}: each
     phase's blocks of STEP (SYNCHRONIZE waits for the device), and when the loop was ready, S
     seconds after READY_AT (CUDA's start on CLOCK), so an empty before phase says how much
@@ -69,13 +69,13 @@ def paired_phases(step, synchronize, ready_at, delay, duration=None, phase_s=6.0
         begin, cpu_begin = clock(), cpu_clock()
         if begin >= last:
             return phases
-        for _ in range(BLOCK_STEPS):
+        for _ in range(block_steps):
             step()
         synchronize()
         end = clock()
         phase = phase_of(begin, end, start_at, duration, phase_s)
         if phase:
-            phases[phase]["steps"] += BLOCK_STEPS
+            phases[phase]["steps"] += block_steps
             phases[phase]["seconds"] += end - begin
             phases[phase]["cpu_seconds"] += cpu_clock() - cpu_begin
 

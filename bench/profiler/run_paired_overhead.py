@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What metrics-only costs the launch-bound MLP loop, measured inside each process (issue 22):
+"""What metrics-only costs the launch-bound MLP loop (or, with --loop transformer, the
+compute-bound transformer step), measured inside each process (issue 22):
 a second estimator beside run_overhead_bench.py, whose plain runs move 15-25% from process to
 process (memory layout, where the scheduler and the caches leave a launch-bound loop), more
 than the 2% budget.
@@ -23,12 +24,13 @@ those.
 
   python3 bench/profiler/run_paired_overhead.py --cli BUILD/cli/cudascope [--rounds 9]
       [--configs metrics-only,mo-kernel-kinds,mo-no-windows,...] [--delay 12] [--phase 5]
+      [--loop mlp|transformer]
 
 --configs takes any of run_overhead_bench.py's configurations run under `cudascope run` (the
 mo-* diagnostics, the traces), each a process of its own in every round beside the one plain
 process, in an order rotated each round; each gets its cost per round against the plain run.
 
-Ends with `PASS metrics-only (paired): R (...)` when the median of the rounds' costs is at most
+Ends with `PASS metrics-only (paired, LOOP): R (...)` when the median of the rounds' costs is at most
 1.02, else FAIL. About 30 s a process: a minute a round with metrics-only alone."""
 import argparse
 import json
@@ -62,7 +64,7 @@ def run_once(config, args):
     seconds per step over before's), or None. `config` None: the plain process."""
     duration = shortest_duration(args.phase)
     workload = [sys.executable, WORKLOAD, "--paired", str(args.delay), "--paired-duration", str(duration),
-                "--paired-phase", str(args.phase)]
+                "--paired-phase", str(args.phase), "--paired-loop", args.loop]
     argv = workload
     if config is not None:
         wrapped = [a.format(bind=f"127.0.0.1:{free_port()}", tmp=args.tmp) for a in config.cudascope_args]
@@ -145,6 +147,8 @@ def main():
                         help=f"seconds from CUDA's start to the recording's (default {DEFAULT_DELAY_S:g})")
     parser.add_argument("--phase", type=float, default=DEFAULT_PHASE_S,
                         help=f"seconds of each phase: before (at most), recorded, after (default {DEFAULT_PHASE_S:g})")
+    parser.add_argument("--loop", choices=["mlp", "transformer"], default="mlp",
+                        help="the launch-bound MLP loop (default) or the compute-bound transformer step")
     parser.add_argument("--cpus", default="auto", help="as run_overhead_bench.py's (default: 4 cores near GPU 0)")
     args = parser.parse_args()
     if not args.phase > 0 or not args.delay > 0:
@@ -171,7 +175,7 @@ def main():
     if not plain:
         print("FAIL metrics-only (paired): no round completed")
         return 1
-    print(f"## Recording's cost, paired phases inside each process: {len(plain)} rounds "
+    print(f"## Recording's cost to the {args.loop} loop, paired phases inside each process: {len(plain)} rounds "
           f"(delay {args.delay:g} s, phases {args.phase:g} s, cores {','.join(map(str, cpus)) if cpus else 'not pinned'})\n")
     print(f"- plain runs, recorded-phase time over its sides' (the drift the sides leave): "
           f"{summary([p[0] for p in plain])}; after over before (the drift itself): {summary([p[2] for p in plain])}")
@@ -189,7 +193,7 @@ def main():
     costs = [v[0] / p[0] for v, p in zip(ratios["metrics-only"], plain)]
     cost = statistics.median(costs)
     verdict = "PASS" if cost <= BUDGET else "FAIL"
-    print(f"{verdict} metrics-only (paired): {cost:.3f} (per round {min(costs):.3f}-{max(costs):.3f}) against {BUDGET:.2f}x")
+    print(f"{verdict} metrics-only (paired, {args.loop}): {cost:.3f} (per round {min(costs):.3f}-{max(costs):.3f}) against {BUDGET:.2f}x")
     return 0 if cost <= BUDGET else 1
 
 
