@@ -4,7 +4,8 @@
 # PyTorch is the reference. Prints one PASS/FAIL/SKIP line per check and a summary line, and
 # writes OUT/gpu-verification.md (card, driver, CUDA, PyTorch, commit, date, every line).
 #
-# Usage: scripts/run-gpu-suite.sh [STAGE...]      (default: every stage, in this order)
+# Usage: scripts/run-gpu-suite.sh [--dry-run] [STAGE...]   (default: every stage, in this order;
+#        --dry-run names the stages it would run, and fails on a name that is none, as a run does)
 #   build     configure and build (Release; CMAKE_ARGS and CMAKE_PREFIX_PATH are honoured)
 #   symbols   every installed shared library exports its own API only, needs libstdc++.so.6
 #   ctest     the whole ctest suite on the cuda backend: zero failures
@@ -160,13 +161,7 @@ journey3() {
   "$cli" stats --json "$dir/kineto.json" >"$dir/kineto.stats.json" || return 1
   python3 "$root/bench/journeys/compare_stats.py" "$dir/ours.stats.json" "$dir/kineto.stats.json"
 }
-stage_stage_sampling_stress() {
-  check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
-    --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" -- \
-    python3 "$root/bench/profiler/torch_train.py" --steps 40 --warmup 2
-}
-
-journey3() { check journey3-kernels-vs-torch-profiler journey3.log journey3; }
+stage_journey3() { check journey3-kernels-vs-torch-profiler journey3.log journey3; }
 
 stage_replays() {
   check replays-vs-pytorch replays.log python3 "$root/bench/runtime/replay_vs_torch.py" "$cli" \
@@ -247,8 +242,10 @@ stage_report() {
   [ "$fail" -eq 0 ]
 }
 
+dry_run=false
 case "${1:-}" in
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  --dry-run) dry_run=true; shift ;;
 esac
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 sampling_stress journey3 replays whatif torch ranks report)
@@ -259,6 +256,10 @@ for stage in "${stages[@]}"; do
     exit 2
   fi
 done
+if $dry_run; then
+  echo "run-gpu-suite: would run ${stages[*]}"
+  exit 0
+fi
 for stage in "${stages[@]}"; do
   echo "== $stage"
   "stage_$stage" || status=1
