@@ -167,13 +167,13 @@ def main():
     try:
         ratios = run_rounds(chosen, args)
     except DelayTooShort as e:
-        print(f"FAIL metrics-only (paired): {e}")
+        print(f"FAIL metrics-only (paired, {args.loop}): {e}")
         return 1
     finally:
         shutil.rmtree(args.tmp, ignore_errors=True)
     plain = ratios[None]
     if not plain:
-        print("FAIL metrics-only (paired): no round completed")
+        print(f"FAIL metrics-only (paired, {args.loop}): no round completed")
         return 1
     print(f"## Recording's cost to the {args.loop} loop, paired phases inside each process: {len(plain)} rounds "
           f"(delay {args.delay:g} s, phases {args.phase:g} s, cores {','.join(map(str, cpus)) if cpus else 'not pinned'})\n")
