@@ -1,6 +1,7 @@
 #include <cudascope/profiler/cupti_decoder.h>
 #include <cudascope/profiler/strings.h>
 
+#include "cupti_records.h"
 #include "nvtx_emit.h"
 
 #include <cupti.h>
@@ -64,7 +65,7 @@ int device_of(const ContextDevices& devices, std::uint32_t context_id, int unkno
 
 // One function per CUPTI record kind, each turning the record into ours.
 
-Record kernel(const CUpti_ActivityKernel10& k) {
+Record kernel(const detail::CuptiKernelRecord& k) {
   Record r = device_activity(RecordKind::kKernel, k);
   r.u.kernel.name = k.name;
   r.u.kernel.grid[0] = k.gridX;
@@ -189,7 +190,7 @@ Record overhead(const CUpti_ActivityOverhead3& o) {
   return r;
 }
 
-Record device(const CUpti_ActivityDevice5& d) {
+Record device(const detail::CuptiDeviceRecord& d) {
   Record r = make_record(RecordKind::kDevice);
   r.device = static_cast<std::int32_t>(d.id);
   r.u.device_info.name = intern(d.name == nullptr ? "" : d.name);
@@ -201,7 +202,7 @@ Record device(const CUpti_ActivityDevice5& d) {
   return r;
 }
 
-Record context(const CUpti_ActivityContext3& c) {
+Record context(const detail::CuptiContextRecord& c) {
   Record r = make_record(RecordKind::kContext);
   r.device = static_cast<std::int32_t>(c.deviceId);
   r.stream = c.nullStreamId;
@@ -258,7 +259,7 @@ std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, 
     ++count;
     switch (activity->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: scratch_.push_back(kernel(as<CUpti_ActivityKernel10>(activity))); break;
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: scratch_.push_back(kernel(as<detail::CuptiKernelRecord>(activity))); break;
       case CUPTI_ACTIVITY_KIND_MEMCPY: scratch_.push_back(memcpy_record(as<CUpti_ActivityMemcpy6>(activity))); break;
       case CUPTI_ACTIVITY_KIND_MEMCPY2: scratch_.push_back(peer_copy(as<CUpti_ActivityMemcpyPtoP4>(activity))); break;
       case CUPTI_ACTIVITY_KIND_MEMSET: scratch_.push_back(memset_record(as<CUpti_ActivityMemset4>(activity))); break;
@@ -288,9 +289,9 @@ std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, 
         break;
       }
       case CUPTI_ACTIVITY_KIND_OVERHEAD: scratch_.push_back(overhead(as<CUpti_ActivityOverhead3>(activity))); break;
-      case CUPTI_ACTIVITY_KIND_DEVICE: scratch_.push_back(device(as<CUpti_ActivityDevice5>(activity))); break;
+      case CUPTI_ACTIVITY_KIND_DEVICE: scratch_.push_back(device(as<detail::CuptiDeviceRecord>(activity))); break;
       case CUPTI_ACTIVITY_KIND_CONTEXT: {
-        const auto& c = as<CUpti_ActivityContext3>(activity);
+        const auto& c = as<detail::CuptiContextRecord>(activity);
         context_devices_[c.contextId] = static_cast<int>(c.deviceId);
         scratch_.push_back(context(c));
         break;

@@ -2,6 +2,8 @@
 // iterator walks them as it walks a driver-filled buffer.
 #include <cudascope/profiler/cupti_decoder.h>
 
+#include "cupti_records.h"
+
 #include <cupti.h>
 #include <gtest/gtest.h>
 
@@ -58,7 +60,7 @@ std::vector<Record> decode(CuptiDecoder& decoder, ActivityBuffer& buffer) {
 
 TEST(CuptiDecoderTest, KernelRecordKeepsTimesGridBlockRegistersSharedMemoryStreamAndCorrelation) {
   ActivityBuffer buffer;
-  auto& k = buffer.add<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  auto& k = buffer.add<cudascope::profiler::detail::CuptiKernelRecord>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   k.start = 1000;
   k.end = 4500;
   k.deviceId = 1;
@@ -106,7 +108,7 @@ TEST(CuptiDecoderTest, CopiesFillsSyncsAndApiCallsDecodeWithTheirKindSpecificFie
   peer.srcDeviceId = 0, peer.dstDeviceId = 1, peer.deviceId = 1;
   auto& fill = buffer.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
   fill.bytes = 512, fill.value = 0xab, fill.streamId = 3;
-  auto& context = buffer.add<CUpti_ActivityContext3>(CUPTI_ACTIVITY_KIND_CONTEXT);
+  auto& context = buffer.add<cudascope::profiler::detail::CuptiContextRecord>(CUPTI_ACTIVITY_KIND_CONTEXT);
   context.contextId = 11, context.deviceId = 2;
   auto& sync = buffer.add<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
   sync.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
