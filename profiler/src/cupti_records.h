@@ -16,14 +16,11 @@
 
 namespace cudascope::profiler::detail {
 
-#if CUDA_VERSION >= 13020
+// 13.2 replaced the three (13.1 still defines the older ones, deprecated).
+#if CUPTI_API_VERSION >= 130200
 using CuptiKernelRecord = CUpti_ActivityKernel11;
 using CuptiContextRecord = CUpti_ActivityContext4;
 using CuptiDeviceRecord = CUpti_ActivityDevice6;
-#elif CUDA_VERSION >= 13010
-using CuptiKernelRecord = CUpti_ActivityKernel11;  // Kernel10 is deprecated from 13.1
-using CuptiContextRecord = CUpti_ActivityContext3;
-using CuptiDeviceRecord = CUpti_ActivityDevice5;
 #else
 using CuptiKernelRecord = CUpti_ActivityKernel10;
 using CuptiContextRecord = CUpti_ActivityContext3;
