@@ -32,11 +32,16 @@ namespace {
 [[noreturn]] void throw_cupti_error(CUptiResult status, const char* call, const char* file, int line) {
   const char* text = nullptr;
   cuptiGetResultString(status, &text);
+  const std::string advice = cupti_failure_advice(status);
   throw std::runtime_error(std::string(call) + " failed: " + (text != nullptr ? text : "unknown CUPTI error") + " (" +
-                           std::to_string(static_cast<int>(status)) + ") at " + file + ":" + std::to_string(line));
+                           std::to_string(static_cast<int>(status)) + ") at " + file + ":" + std::to_string(line) +
+                           (advice.empty() ? "" : ". " + advice));
 }
 
 std::uint64_t cupti_timestamp() { return cuda::instrumentation::host_time_ns(); }
+
+// "13.0" for the toolkit this CUPTI comes with.
+std::string cuda_release() { return std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10); }
 
 // The kinds that record each piece of work or each call as it happens. A sampled session
 // switches them on only during its windows: on a launch-bound loop, CUPTI's copy and memset
@@ -182,6 +187,27 @@ bool discard_requested() {
 }
 
 }  // namespace
+
+std::string cupti_failure_advice(CUptiResult status) {
+  switch (status) {
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      // CUPTI's documented answer to a driver older than its toolkit.
+      return "CUPTI says this when the NVIDIA driver is older than the CUDA " + cuda_release() +
+             " this build's CUPTI belongs to (CUDA 13 needs driver 580 or later): update the driver, or build "
+             "cudascope with the toolkit the driver supports";
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return "Another CUPTI client (Nsight Systems or Compute, torch.profiler, another cudascope recording) holds "
+             "this process's CUPTI: record without it";
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      return "The driver lets administrators alone profile (NVreg_RestrictProfilingToAdminUsers=1): run as one, or "
+             "have the module option set to 0";
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+      return "This is a virtual GPU whose host has not enabled profiling for it (vGPU profiling is a host setting)";
+    default:
+      return {};
+  }
+}
 
 // A driver launch made while the calling thread is inside an NCCL range that names a
 // communicator (nccl_nvtx.h) becomes the driver API record CUPTI would write with the driver

@@ -21,9 +21,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace cudascope::profiler::detail {
+
+// What a user can do about a CUPTI failure whose cause lies outside the program (the driver,
+// another profiler, the machine's settings), as a sentence to append to its message; empty
+// for the others.
+std::string cupti_failure_advice(CUptiResult status);
 
 class CuptiSource : public DeviceSource {
  public:
