@@ -149,7 +149,7 @@ stage_journey2() {
 stage_sampling_stress() {
   check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
     --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" -- \
-    python3 "$root/bench/profiler/torch_train.py" --steps 40 --warmup 2
+    python3 "$root/bench/profiler/torch_train.py" --steps 40 --warmup 2 --linger 1
 }
 
 journey3() {

@@ -8,8 +8,12 @@ its steps. No run may end other than normally.
 A job of the sampled journey-2 check died of SIGSEGV once on an H200 (2026-11-27) and passed
 when run again; this check repeats that path, each run with crash_stack.c preloaded, so that a
 crash leaves the native stack of its faulting thread (named by crash_stacks.py) and Python's
-stacks in OUT/run_N.log. With --control N, N more runs record every kernel without switching
+stacks in OUT/run_N.log. Each run is scraped while it runs, and a sampled run must show at
+least 20 switches a second in its last scrape (a setting the recording refused would leave the
+default's two). With --control N, N more runs record every kernel without switching
 (CUDASCOPE_METRICS_SAMPLING=0): crashes there too would mean the switching is not the cause.
+The job should linger a moment after its last step (torch_train.py --linger 1) so that the
+last scrape sees the whole run.
 
   sampling_stress_check.py --cli CLI --out DIR [--runs 6] [--control 0] [--window 0.005]
                            [--period 0.01] -- JOB...
@@ -20,11 +24,18 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 from crash_stacks import Symbols, build_library, job_environment, symbolize
+from metrics_scrape_check import metric_sum
 
 RUN_TIMEOUT_S = 300
+SCRAPE_INTERVAL_S = 0.5
+# A sampled run must show it was switched: at 200 a second, a job of several seconds switches
+# a thousand times; a setting the recording refused would leave the default's two a second.
+MIN_SWITCHES_PER_S = 20
 
 
 def free_port():
@@ -44,12 +55,26 @@ def describe(returncode):
     return f"exit {returncode}"
 
 
+def scrape_until(address, done, last):
+    """Scrapes ADDRESS until DONE is set, keeping the last answer in last[0]."""
+    while not done.wait(SCRAPE_INTERVAL_S):
+        try:
+            with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as answer:
+                last[0] = answer.read().decode()
+        except OSError:
+            pass  # not serving yet, or no longer
+
+
 def run_once(args, job, env_extra, log_path):
-    """One run of JOB under metrics-only recording; (return code, seconds). Its output is kept
-    in LOG_PATH."""
-    command = [args.cli, "run", "--metrics", f"127.0.0.1:{free_port()}", "--no-trace", "--"] + job
+    """One run of JOB under metrics-only recording, scraped while it runs: (return code,
+    seconds, kernel-record switches in its last scrape or None). Its output is kept in LOG_PATH."""
+    address = f"127.0.0.1:{free_port()}"
+    command = [args.cli, "run", "--metrics", address, "--no-trace", "--"] + job
     env = dict(os.environ, **env_extra)
+    done, last = threading.Event(), [None]
+    scraper = threading.Thread(target=scrape_until, args=(address, done, last))
     start = time.monotonic()
+    scraper.start()
     with open(log_path, "w") as log:
         log.write(" ".join(f"{k}={v}" for k, v in env_extra.items()) + " " + " ".join(command) + "\n")
         log.flush()
@@ -59,7 +84,10 @@ def run_once(args, job, env_extra, log_path):
         except subprocess.TimeoutExpired:
             log.write(f"timed out after {RUN_TIMEOUT_S} s\n")
             returncode = 124
-    return returncode, time.monotonic() - start
+    done.set()
+    scraper.join()
+    switches = metric_sum(last[0], "cudascope_kernel_sampling_switches_total") if last[0] else None
+    return returncode, time.monotonic() - start, switches
 
 
 def main():
@@ -88,23 +116,34 @@ def main():
                           "CUDASCOPE_METRICS_SAMPLE_PERIOD": str(args.period)})] * args.runs
     plans += [("every kernel", {"CUDASCOPE_METRICS_SAMPLING": "0"})] * args.control
     failed = {"sampled": [], "every kernel": []}
+    unswitched, rates = [], []
     symbols = Symbols()
     for n, (kind, sampling_env) in enumerate(plans, 1):
         log_path = os.path.join(args.out, f"run_{n}.log")
-        returncode, seconds = run_once(args, job, {**crash_env, **sampling_env}, log_path)
-        print(f"run {n}/{len(plans)} ({kind}): {describe(returncode)} after {seconds:.1f} s", flush=True)
+        returncode, seconds, switches = run_once(args, job, {**crash_env, **sampling_env}, log_path)
+        switched = "no scrape answered" if switches is None else f"{switches:.0f} switches"
+        print(f"run {n}/{len(plans)} ({kind}): {describe(returncode)} after {seconds:.1f} s, {switched}", flush=True)
         if returncode != 0:
             failed[kind].append(n)
             with open(log_path, errors="replace") as f:
                 stacks = symbolize(f.read(), symbols)
             print(stacks or f"  no native stack in {log_path}", flush=True)
+        elif kind == "sampled":
+            rates.append((switches or 0) / seconds)
+            if rates[-1] < MIN_SWITCHES_PER_S:
+                unswitched.append(n)
     switching = f"{args.window * 1e3:g} ms of kernel records in every {args.period * 1e3:g} ms"
     summary = f"{args.runs} runs with {switching}: {len(failed['sampled'])} did not end normally"
+    if rates:
+        summary += f"; those that did switched kernel records {min(rates):.0f}-{max(rates):.0f} times a second"
     if args.control:
         summary += f"; {args.control} recording every kernel: {len(failed['every kernel'])} did not"
     bad = failed["sampled"] + failed["every kernel"]
-    print(("FAIL: " if bad else "PASS: ") + summary + (f" (logs run_{', run_'.join(map(str, bad))})" if bad else ""))
-    return 1 if bad else 0
+    if unswitched:
+        summary += f"; runs {', '.join(map(str, unswitched))} switched fewer than {MIN_SWITCHES_PER_S} times a second"
+    print(("FAIL: " if bad or unswitched else "PASS: ") + summary +
+          (f" (logs run_{', run_'.join(map(str, bad))})" if bad else ""))
+    return 1 if bad or unswitched else 0
 
 
 if __name__ == "__main__":
