@@ -1,6 +1,7 @@
 // The CUPTI source on a real GPU: the same behaviours the sim tests check, as CUPTI reports them.
 #include "test_support.h"
 
+#include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/session.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <vector>
 
 using namespace cudascope;
 using namespace cudascope::profiler;
@@ -81,4 +83,44 @@ TEST(ProfilerGpuTest, KernelsReachTheSinkWhileTheSessionRecords) {
   session.stop();
   EXPECT_EQ(seen_while_recording, 10);
   EXPECT_EQ(kernels.load(), 10);
+}
+
+// Metrics-only sampling as CUPTI does it, under stress: the window's kinds enabled and
+// disabled every millisecond while four threads launch and synchronise on streams of their
+// own and CUPTI completes buffers. A PyTorch job under such sampling died of SIGSEGV once on
+// an H200; this asks the same of CUPTI in a process of ours: it must live, switch as often as
+// asked, and deliver the kernels of its windows.
+TEST(ProfilerGpuTest, SampledWindowsSwitchedEveryMillisecondWhileThreadsLaunch) {
+  CUDASCOPE_REQUIRE_GPU();
+  SamplingPlan plan;
+  plan.window = std::chrono::milliseconds(1);
+  plan.period = std::chrono::milliseconds(2);
+  auto sampling = std::make_shared<KernelSampling>(plan);
+  SessionOptions options;
+  options.source = SourceKind::kCupti;
+  options.activities = ActivitySet::metrics_only_defaults();
+  options.kernel_sampling = sampling;
+  Session session(options);
+  std::atomic<int> kernels{0};
+  session.start(std::make_unique<KernelCountingSink>(kernels));
+  // Until 2,000 switches (a second at the plan's pace); the deadline only bounds a stuck sampler.
+  constexpr std::uint64_t kSwitches = 2000;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<std::thread> launchers;
+  for (int t = 0; t < 4; ++t) {
+    launchers.emplace_back([&] {
+      cuda::Stream stream(0);
+      for (int i = 0; sampling->switches() < kSwitches && std::chrono::steady_clock::now() < deadline; ++i) {
+        cuda::busy_wait(std::chrono::microseconds(10), stream);
+        if (i % 8 == 7) stream.synchronize();
+      }
+      stream.synchronize();
+    });
+  }
+  for (std::thread& t : launchers) t.join();
+  session.stop();
+  EXPECT_GE(sampling->switches(), kSwitches);
+  EXPECT_FALSE(sampling->recording_kernels());
+  EXPECT_GT(kernels.load(), 0) << "the windows' kernels reached the sink";
+  EXPECT_EQ(session.stats().dropped_cupti, 0u);
 }
