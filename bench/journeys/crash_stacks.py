@@ -48,8 +48,11 @@ class Symbols:
         if library not in self.tables:
             entries = []
             for dynamic in ([], ["-D"]):
-                run = subprocess.run(["nm", "-C", "-S", "--defined-only", *dynamic, library], capture_output=True,
-                                     text=True)
+                try:
+                    run = subprocess.run(["nm", "-C", "-S", "--defined-only", *dynamic, library], capture_output=True,
+                                         text=True)
+                except OSError:  # no nm (binutils): frames stay as backtrace() wrote them
+                    break
                 for line in run.stdout.splitlines():
                     parts = line.split(" ", 3)  # address size type name; symbols without a size are left out
                     if len(parts) == 4 and parts[2] in "tTwWiI":
