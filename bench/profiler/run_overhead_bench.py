@@ -37,6 +37,11 @@ Run only when --configs names them, to tell where metrics-only's cost comes from
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
   mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
 
+and where the default trace's margin over torch CUDA comes from:
+
+  trace-no-sync     the default trace without synchronisation records, which torch.profiler's
+                    CUDA activity leaves out unless asked (e.g. --configs "default trace,torch CUDA,trace-no-sync")
+
 Reported per loop: the median seconds of each configuration, the ratio of medians against
 plain, and the spread of the per-round ratios (each against the plain run of its own round):
 median, min-max and interquartile range; then the process's CPU seconds over each loop (every
@@ -122,6 +127,11 @@ def configs(count_launches):
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
                env={"CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
         Config("mo-exact", METRICS_ONLY, scrape=True, diagnostic=True, env={"CUDASCOPE_METRICS_SAMPLING": "0"}),
+        # The default trace without synchronisation records, which torch.profiler's CUDA activity
+        # leaves out unless asked (enable_cuda_sync_events) and which carried metrics-only's cost
+        # in its windows: whether they are the default trace's margin over torch CUDA.
+        Config("trace-no-sync", ["-o", "{tmp}/no_sync.json.gz", "--activities",
+                                 "kernel,memcpy,memset,launch,nvtx,allocator,overhead"], diagnostic=True),
     ]
     return out
 
