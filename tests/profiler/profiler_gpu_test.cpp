@@ -1,6 +1,8 @@
 // The CUPTI source on a real GPU: the same behaviours the sim tests check, as CUPTI reports them.
 #include "test_support.h"
 
+#include <cudascope/cuda/jiterator.h>
+#include <cudascope/cuda/tensor.h>
 #include <cudascope/profiler/kernel_sampling.h>
 #include <cudascope/profiler/session.h>
 
@@ -8,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -87,9 +90,11 @@ TEST(ProfilerGpuTest, KernelsReachTheSinkWhileTheSessionRecords) {
 
 // Metrics-only sampling as CUPTI does it, under stress: the window's kinds enabled and
 // disabled every millisecond while four threads launch and synchronise on streams of their
-// own and CUPTI completes buffers. A PyTorch job under such sampling died of SIGSEGV once on
-// an H200; this asks the same of CUPTI in a process of ours: it must live, switch as often as
-// asked, and deliver the kernels of its windows.
+// own, a fifth compiles and loads new modules (jiterator kernels, as a PyTorch job's first
+// steps load cuBLAS's and its own lazily) and allocates, and CUPTI completes buffers. A
+// PyTorch job under such sampling died of SIGSEGV once on an H200, early in its loop; this asks
+// the same of CUPTI in a process of ours: it must live, switch as often as asked, and deliver
+// the kernels of its windows.
 TEST(ProfilerGpuTest, SampledWindowsSwitchedEveryMillisecondWhileThreadsLaunch) {
   CUDASCOPE_REQUIRE_GPU();
   SamplingPlan plan;
@@ -117,8 +122,20 @@ TEST(ProfilerGpuTest, SampledWindowsSwitchedEveryMillisecondWhileThreadsLaunch) 
       stream.synchronize();
     });
   }
+  int modules_loaded = 0;
+  launchers.emplace_back([&] {
+    const Tensor x = ones({1024}, TensorOptions{}.with_device(Device::cuda(0)));
+    for (int i = 0; sampling->switches() < kSwitches && std::chrono::steady_clock::now() < deadline; ++i) {
+      const std::string name = "scaled_" + std::to_string(i);
+      const auto fn = cuda::jiterator::create_jit_fn(
+          "template <typename T> T " + name + "(T x) { return x * T(" + std::to_string(i + 2) + "); }", name);
+      EXPECT_EQ(fn({x}).sum().to_vector(), std::vector<double>{1024.0 * (i + 2)});
+      ++modules_loaded;
+    }
+  });
   for (std::thread& t : launchers) t.join();
   session.stop();
+  EXPECT_GT(modules_loaded, 0) << "modules were loaded while the kinds switched";
   EXPECT_GE(sampling->switches(), kSwitches);
   EXPECT_FALSE(sampling->recording_kernels());
   EXPECT_GT(kernels.load(), 0) << "the windows' kernels reached the sink";
