@@ -15,7 +15,8 @@
 #             scraped every 200 ms for the whole run
 #   sampling_stress  the journey-2 job again and again under metrics-only recording, kernel
 #             records switched on and off 200 times a second: no run may crash (SAMPLING_STRESS_RUNS
-#             runs, default 6, about 15 s each)
+#             runs, default 6, about 15 s each; SAMPLING_STRESS_CONTROL more recording every
+#             kernel without switching, default 0, to tell the switching from the rest)
 #   journey3  the wrapped loop's kernels, name by name, equal torch.profiler's for the same steps
 #   replays   every recorded sequence in tests/data on the cuda backend against PyTorch's figures,
 #             beside PyTorch replaying the same sequences on this GPU
@@ -148,7 +149,8 @@ stage_journey2() {
 
 stage_sampling_stress() {
   check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
-    --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" -- \
+    --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" \
+    --control "${SAMPLING_STRESS_CONTROL:-0}" -- \
     python3 "$root/bench/profiler/torch_train.py" --steps 40 --warmup 2 --linger 1
 }
 
