@@ -1,4 +1,5 @@
 // The CUPTI source on a real GPU: the same behaviours the sim tests check, as CUPTI reports them.
+#include "launch_until_switched.h"
 #include "test_support.h"
 
 #include <cudascope/cuda/jiterator.h>
@@ -97,10 +98,7 @@ TEST(ProfilerGpuTest, KernelsReachTheSinkWhileTheSessionRecords) {
 // the kernels of its windows.
 TEST(ProfilerGpuTest, SampledWindowsSwitchedEveryMillisecondWhileThreadsLaunch) {
   CUDASCOPE_REQUIRE_GPU();
-  SamplingPlan plan;
-  plan.window = std::chrono::milliseconds(1);
-  plan.period = std::chrono::milliseconds(2);
-  auto sampling = std::make_shared<KernelSampling>(plan);
+  auto sampling = cudascope::testing::sampling_every_millisecond();
   SessionOptions options;
   options.source = SourceKind::kCupti;
   options.activities = ActivitySet::metrics_only_defaults();
@@ -111,21 +109,12 @@ TEST(ProfilerGpuTest, SampledWindowsSwitchedEveryMillisecondWhileThreadsLaunch) 
   // Until 2,000 switches (a second at the plan's pace); the deadline only bounds a stuck sampler.
   constexpr std::uint64_t kSwitches = 2000;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  std::vector<std::thread> launchers;
-  for (int t = 0; t < 4; ++t) {
-    launchers.emplace_back([&] {
-      cuda::Stream stream(0);
-      for (int i = 0; sampling->switches() < kSwitches && std::chrono::steady_clock::now() < deadline; ++i) {
-        cuda::busy_wait(std::chrono::microseconds(10), stream);
-        if (i % 8 == 7) stream.synchronize();
-      }
-      stream.synchronize();
-    });
-  }
+  std::vector<std::thread> launchers =
+      cudascope::testing::launch_until_switched(*sampling, kSwitches, deadline, 4, std::chrono::microseconds(10), 8);
   int modules_loaded = 0;
   launchers.emplace_back([&] {
     const Tensor x = ones({1024}, TensorOptions{}.with_device(Device::cuda(0)));
-    for (int i = 0; sampling->switches() < kSwitches && std::chrono::steady_clock::now() < deadline; ++i) {
+    for (int i = 0; !cudascope::testing::switched_enough(*sampling, kSwitches, deadline); ++i) {
       const std::string name = "scaled_" + std::to_string(i);
       const auto fn = cuda::jiterator::create_jit_fn(
           "template <typename T> T " + name + "(T x) { return x * T(" + std::to_string(i + 2) + "); }", name);

@@ -1,5 +1,6 @@
 // Sessions on the sim backend: the runtime reports device activity itself, so the whole
 // path (observer -> record buffers -> writer thread -> sink) runs without a GPU.
+#include "launch_until_switched.h"
 #include "test_support.h"
 
 #include <cudascope/cuda/graphs.h>
@@ -340,10 +341,7 @@ TEST(SessionTest, ASampledSessionRecordsEveryKernelWhileFullRecordingIsRequested
 // race on the parts the sim and CUPTI sources share.)
 TEST(SessionTest, SamplingSwitchedEveryMillisecondWhileThreadsLaunchAndReadEndsCleanly) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
-  SamplingPlan plan;
-  plan.window = std::chrono::milliseconds(1);
-  plan.period = std::chrono::milliseconds(2);
-  auto sampling = std::make_shared<KernelSampling>(plan);
+  auto sampling = cudascope::testing::sampling_every_millisecond();
   SessionOptions options = sim_options();
   options.kernel_sampling = sampling;
   Session session(options);
@@ -366,17 +364,8 @@ TEST(SessionTest, SamplingSwitchedEveryMillisecondWhileThreadsLaunchAndReadEndsC
   // Until the sampler has switched 40 times (20 windows), however slowly a loaded machine runs it.
   constexpr std::uint64_t kSwitches = 40;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  std::vector<std::thread> launchers;
-  for (int t = 0; t < 3; ++t) {
-    launchers.emplace_back([&] {
-      cuda::Stream stream(0);
-      for (int i = 0; sampling->switches() < kSwitches && std::chrono::steady_clock::now() < deadline; ++i) {
-        cuda::busy_wait(std::chrono::microseconds(20), stream);
-        if (i % 10 == 9) stream.synchronize();
-      }
-      stream.synchronize();
-    });
-  }
+  std::vector<std::thread> launchers =
+      cudascope::testing::launch_until_switched(*sampling, kSwitches, deadline, 3, std::chrono::microseconds(20), 10);
   for (std::thread& t : launchers) t.join();
   launching.store(false);
   reader.join();
@@ -390,7 +379,7 @@ TEST(SessionTest, SamplingSwitchedEveryMillisecondWhileThreadsLaunchAndReadEndsC
   EXPECT_FALSE(kernels.empty()) << "some kernels fell in a window";
   for (const Record& k : kernels) {
     const std::uint64_t weight = sampling->weight_at(k.start_ns);
-    EXPECT_TRUE(weight == 1 || weight == plan.weight()) << weight;
+    EXPECT_TRUE(weight == 1 || weight == sampling->plan().weight()) << weight;
   }
 }
 
