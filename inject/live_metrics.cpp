@@ -103,8 +103,9 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
     std::fprintf(stderr, "cudascope: %s; kernels are not labelled with NVTX ranges\n", e.what());
   }
   metric_options.labels = metrics::ProcessLabels::from_environment();
-  // Metrics only: kernel records in sampled windows, exported as estimates. With a trace,
-  // every kernel is recorded for it anyway, and counted exactly.
+  // Metrics only, with CUDASCOPE_METRICS_SAMPLING=1: kernel records in sampled windows,
+  // exported as estimates. Otherwise, and always with a trace, every kernel is recorded and
+  // counted exactly.
   const std::shared_ptr<profiler::KernelSampling> sampling = trace ? nullptr : kernel_sampling_from_environment();
   metric_options.kernel_sampling = sampling;
   auto live = std::make_shared<metrics::ProfileMetrics>(metric_options);
@@ -136,11 +137,24 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
 }  // namespace
 
 std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment() {
+  bool sampling = false;
   try {
-    if (!util::env_flag("CUDASCOPE_METRICS_SAMPLING").value_or(true)) return nullptr;
+    sampling = util::env_flag("CUDASCOPE_METRICS_SAMPLING").value_or(false);
   } catch (const util::EnvError& e) {
-    std::fprintf(stderr, "cudascope: %s; kernel records are sampled\n", e.what());
+    std::fprintf(stderr, "cudascope: %s; every kernel is recorded\n", e.what());
   }
+  if (!sampling) {
+    for (const char* name : {"CUDASCOPE_METRICS_SAMPLE_WINDOW", "CUDASCOPE_METRICS_SAMPLE_PERIOD"}) {
+      if (util::env_text(name)) {
+        std::fprintf(stderr, "cudascope: %s ignored: kernel records are sampled only with CUDASCOPE_METRICS_SAMPLING=1\n", name);
+      }
+    }
+    return nullptr;
+  }
+  // Opt-in only: CUPTI's own thread has crashed programs whose kinds were switched at run
+  // time (docs/metrics.md, "Sampled kernel records").
+  std::fprintf(stderr, "cudascope: kernel records sampled (CUDASCOPE_METRICS_SAMPLING=1); switching them has crashed "
+                       "CUPTI 13.0's worker thread now and then (docs/metrics.md)\n");
   profiler::SamplingPlan plan;
   try {
     plan = sampling_plan_from_environment();

@@ -12,9 +12,10 @@
 //   CUDASCOPE_JOB=name               a job label on every series
 //   CUDASCOPE_NO_TRACE=1             metrics only: no trace file, but trace windows on request
 //                                    (GET /trace?token=T&duration=S, see trace_window.h)
-//   Metrics only, kernel records are sampled to stay within the always-on budget
-//   (profiler/kernel_sampling.h; docs/metrics.md):
-//   CUDASCOPE_METRICS_SAMPLING=0     record every kernel instead (exact counts, at a trace's cost)
+//   Metrics only, every kernel is recorded (exact counts) unless sampling is asked for
+//   (profiler/kernel_sampling.h; docs/metrics.md, "Sampled kernel records"):
+//   CUDASCOPE_METRICS_SAMPLING=1     sample kernel records in windows (estimates, for less cost;
+//                                    opt-in: switching CUPTI's records has crashed its thread)
 //   CUDASCOPE_METRICS_SAMPLE_WINDOW=S  seconds of kernel records per period (0.001-60, default 0.05)
 //   CUDASCOPE_METRICS_SAMPLE_PERIOD=S  the period (0.01-3600, default 1; at least the window)
 //   CUDASCOPE_METRICS_COUNT_LAUNCHES=1 exact kernel launch counts beside the sample (a CUPTI
@@ -34,7 +35,8 @@
 namespace cudascope::inject {
 
 // The kernel sampling of a metrics-only recording, from the variables above; null under
-// CUDASCOPE_METRICS_SAMPLING=0. A value that cannot be used is named on stderr and the
+// CUDASCOPE_METRICS_SAMPLING unset or 0 (a window or period set then is named as ignored on
+// stderr). A value that cannot be used is named on stderr and the
 // defaults are taken.
 std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment();
 

@@ -10,13 +10,9 @@
 #   symbols   every installed shared library exports its own API only, needs libstdc++.so.6
 #   ctest     the whole ctest suite on the cuda backend: zero failures
 #   journey1  a snapshot PyTorch writes of a training run: snapshot-stats equals Python's figures
-#   journey2  a training loop under `run --metrics` (with a trace; without, counting every kernel;
-#             without, sampling kernel records) and a job on our allocator with CUDASCOPE_METRICS,
-#             scraped every 200 ms for the whole run
-#   sampling_stress  the journey-2 job again and again under metrics-only recording, kernel
-#             records switched on and off 200 times a second: no run may crash (SAMPLING_STRESS_RUNS
-#             runs, default 6, about 15 s each; SAMPLING_STRESS_CONTROL more recording every
-#             kernel without switching, default 0, to tell the switching from the rest)
+#   journey2  a training loop under `run --metrics` (with a trace; without, counting every kernel
+#             by default) and a job on our allocator with CUDASCOPE_METRICS, scraped every 200 ms
+#             for the whole run
 #   journey3  the wrapped loop's kernels, name by name, equal torch.profiler's for the same steps
 #   replays   every recorded sequence in tests/data on the cuda backend against PyTorch's figures,
 #             beside PyTorch replaying the same sequences on this GPU
@@ -31,8 +27,13 @@
 #             with metrics-only alone; run by name;
 #             OVERHEAD_ROUNDS, OVERHEAD_CONFIGS (e.g. metrics-only,mo-kernel-kinds) and
 #             OVERHEAD_LOOP (mlp or transformer) as its --rounds, --configs and --loop)
+#   sampling  opt-in sampled kernel records (CUDASCOPE_METRICS_SAMPLING=1; run by name, not by
+#             default: switching CUPTI's records has crashed its worker thread, docs/metrics.md):
+#             the journey-2 job's estimate against its traced count, then the job again and again
+#             with records switched 200 times a second (SAMPLING_STRESS_RUNS runs, default 6, about
+#             15 s each; SAMPLING_STRESS_CONTROL more recording every kernel, default 0)
 #   report    the summary line and OUT/gpu-verification.md
-# The jobs of journey2 and sampling_stress run with bench/journeys/crash_stack.c preloaded: one
+# The jobs of journey2 and sampling run with bench/journeys/crash_stack.c preloaded: one
 # that dies of a signal leaves its native stack, named, at the end of its log.
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.
@@ -128,30 +129,36 @@ stage_journey2() {
     python3 "$train" --steps 40 --warmup 2 --linger 1.5
   traced=$("$cli" stats --json "$out/journey2_trace.json.gz" 2>/dev/null |
     python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null)
-  # Exact counts without a trace (CUDASCOPE_METRICS_SAMPLING=0), then kernel records in
-  # sampled windows, whose estimate must be of the traced count's size. This job launches its
-  # kernels within a few seconds, a handful of default windows (50 ms a second), whose
-  # estimate can be off several times over (25,280 for 6,144 on an H100): here one window in
-  # every two (0.05 s every 0.1 s), so the check is of the sampled path end to end; the
-  # estimator's error at the default is measured by bench/profiler/run_overhead_bench.py.
+  # Without a trace every kernel is still counted (the default): the count equals the trace's.
   check journey2-metrics-no-trace journey2_no_trace.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
-    --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- "${with_crash_stack[@]}" CUDASCOPE_METRICS_SAMPLING=0 \
+    --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- "${with_crash_stack[@]}" \
     "$cli" run --metrics 127.0.0.1:9472 --no-trace -- python3 "$train" --steps 40 --warmup 2 --linger 1.5
-  check journey2-metrics-sampled journey2_sampled.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
-    --addr 127.0.0.1:9474 --interval 0.2 --estimated "${traced:-0}" --tolerance 0.35 -- \
-    "${with_crash_stack[@]}" CUDASCOPE_METRICS_SAMPLE_WINDOW=0.05 CUDASCOPE_METRICS_SAMPLE_PERIOD=0.1 \
-    "$cli" run --metrics 127.0.0.1:9474 --no-trace -- python3 "$train" --steps 40 --warmup 2 --linger 1.5
   check journey2-torch-allocator-metrics journey2_allocator.log env PYTHONPATH="$build/lib" \
     CUDASCOPE_METRICS=127.0.0.1:9473 CUBLAS_WORKSPACE_CONFIG=:4096:8 \
     python3 "$root/bench/journeys/metrics_scrape_check.py" --addr 127.0.0.1:9473 --interval 0.2 --allocator -- \
     "${with_crash_stack[@]}" python3 "$loop" --allocator cudascope --steps 100 --linger 1.5
 }
 
-stage_sampling_stress() {
+# Sampled kernel records, opt-in: first an estimate of the traced count's size. This job
+# launches its kernels within a few seconds, a handful of default windows (50 ms a second),
+# whose estimate can be off several times over (25,280 for 6,144 on an H100): here one window
+# in every two (0.05 s every 0.1 s), so the check is of the sampled path end to end; the
+# estimator's error at the default is measured by bench/profiler/run_overhead_bench.py. Then
+# the stress runs, which no run may fail to survive.
+stage_sampling() {
+  local train=$root/bench/profiler/torch_train.py traced
+  prepare_crash_stack || { record FAIL sampling "cannot build bench/journeys/crash_stack.c"; return 1; }
+  "$cli" run -o "$out/sampling_trace.json.gz" -- python3 "$train" --steps 40 --warmup 2 >"$out/sampling_trace.log" 2>&1
+  traced=$("$cli" stats --json "$out/sampling_trace.json.gz" 2>/dev/null |
+    python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null)
+  check sampling-estimate sampling_estimate.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
+    --addr 127.0.0.1:9474 --interval 0.2 --estimated "${traced:-0}" --tolerance 0.35 -- \
+    "${with_crash_stack[@]}" CUDASCOPE_METRICS_SAMPLING=1 CUDASCOPE_METRICS_SAMPLE_WINDOW=0.05 \
+    CUDASCOPE_METRICS_SAMPLE_PERIOD=0.1 "$cli" run --metrics 127.0.0.1:9474 --no-trace -- \
+    python3 "$train" --steps 40 --warmup 2 --linger 1.5
   check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
     --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" \
-    --control "${SAMPLING_STRESS_CONTROL:-0}" -- \
-    python3 "$root/bench/profiler/torch_train.py" --steps 40 --warmup 2 --linger 1
+    --control "${SAMPLING_STRESS_CONTROL:-0}" -- python3 "$train" --steps 40 --warmup 2 --linger 1
 }
 
 journey3() {
@@ -250,7 +257,7 @@ case "${1:-}" in
   --dry-run) dry_run=true; shift ;;
 esac
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 sampling_stress journey3 replays whatif torch ranks report)
+[ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 journey3 replays whatif torch ranks report)
 status=0
 for stage in "${stages[@]}"; do
   if ! declare -F "stage_$stage" >/dev/null; then

@@ -6,9 +6,9 @@ agree with the run's own record:
 
   trace:     `cudascope run --metrics ADDR -o T -- JOB`: cudascope_kernels_total summed equals the
              kernel count `cudascope stats --json T` reads from the trace of the same run;
-  count N:   (--no-trace with CUDASCOPE_METRICS_SAMPLING=0) the kernel total equals N, the
+  count N:   (--no-trace, every kernel recorded, the default) the kernel total equals N, the
              count of a traced run of the same deterministic job;
-  estimate N: (--no-trace, sampled kernel records, the default) the sampling ratio is exported
+  estimate N: (--no-trace with CUDASCOPE_METRICS_SAMPLING=1) the sampling ratio is exported
              and cudascope_kernels_estimated_total lies within --tolerance of N, relatively (the
              estimator's error bound is tested in tests/metrics; here: the job's figures are
              served, and are of the right size);

@@ -14,8 +14,9 @@ bench/profiler/overhead_workloads.py, which times two loops inside itself: a lau
 training loop and a compute-bound transformer training step. Configurations:
 
   plain             python3 overhead_workloads.py
-  metrics-only      cudascope run --metrics ADDR --no-trace      (kernel records sampled; no
-                    synchronisation or launch records: ActivitySet::metrics_only_defaults)
+  metrics-only      cudascope run --metrics ADDR --no-trace with CUDASCOPE_METRICS_SAMPLING=1
+                    (kernel records sampled, opt-in; no synchronisation or launch records:
+                    ActivitySet::metrics_only_defaults)
   metrics+trace     cudascope run --metrics ADDR -o T.json.gz    (every kernel; exact counts)
   default trace     cudascope run -o T.json.gz
   kernel-only trace cudascope run -o T.json.gz --activities kernel
@@ -35,7 +36,7 @@ Run only when --configs names them, to tell where metrics-only's cost comes from
                     (kernel,memcpy,memset,sync,nvtx,allocator,overhead)
   mo-nvtx-only      metrics-only with --activities nvtx (CUPTI on, no kind that records work)
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
-  mo-exact          metrics-only recording every kernel (CUDASCOPE_METRICS_SAMPLING=0)
+  mo-exact          metrics-only as it records by default: every kernel, no sampling
 
 and where the default trace's margin over torch CUDA comes from:
 
@@ -94,12 +95,15 @@ class Config:
 
 
 METRICS_ONLY = ["--metrics", "{bind}", "--no-trace", "--window-dir", "{tmp}"]
+# metrics-only and the mo-* diagnostics measure the sampled design, which is opt-in
+# (docs/metrics.md, "Sampled kernel records"); mo-exact is the default metrics-only recording.
+SAMPLED = {"CUDASCOPE_METRICS_SAMPLING": "1"}
 
 
 def configs(count_launches):
     out = [
         Config("plain"),
-        Config("metrics-only", METRICS_ONLY, scrape=True),
+        Config("metrics-only", METRICS_ONLY, scrape=True, env=SAMPLED),
         Config("metrics+trace", ["--metrics", "{bind}", "-o", "{tmp}/metrics_trace.json.gz"], scrape=True),
         Config("default trace", ["-o", "{tmp}/default.json.gz"]),
         Config("kernel-only trace", ["-o", "{tmp}/kernel.json.gz", "--activities", "kernel"]),
@@ -108,25 +112,25 @@ def configs(count_launches):
     ]
     if count_launches:
         out.append(Config("metrics-only+launches", METRICS_ONLY,
-                          scrape=True, env={"CUDASCOPE_METRICS_COUNT_LAUNCHES": "1"}))
+                          scrape=True, env={**SAMPLED, "CUDASCOPE_METRICS_COUNT_LAUNCHES": "1"}))
     # Where metrics-only's cost comes from, one piece at a time (only when --configs names them):
     # kernel records alone (no copy, memset, synchronization, memory or overhead records),
     # no sampled window in the run (CUPTI on, its kernel records never), every kernel recorded.
     out += [
-        Config("mo-kernel-kinds", METRICS_ONLY + ["--activities", "kernel"], scrape=True, diagnostic=True),
+        Config("mo-kernel-kinds", METRICS_ONLY + ["--activities", "kernel"], scrape=True, diagnostic=True, env=SAMPLED),
         # Kernel windows plus one more piece each: which of them carries the rest of the cost.
-        Config("mo-kernel-nvtx", METRICS_ONLY + ["--activities", "kernel,nvtx"], scrape=True, diagnostic=True),
-        Config("mo-kernel-memory", METRICS_ONLY + ["--activities", "kernel,allocator"], scrape=True, diagnostic=True),
-        Config("mo-kernel-copies", METRICS_ONLY + ["--activities", "kernel,memcpy,memset"], scrape=True, diagnostic=True),
-        Config("mo-kernel-sync", METRICS_ONLY + ["--activities", "kernel,sync"], scrape=True, diagnostic=True),
-        Config("mo-kernel-launch", METRICS_ONLY + ["--activities", "kernel,launch"], scrape=True, diagnostic=True),
+        Config("mo-kernel-nvtx", METRICS_ONLY + ["--activities", "kernel,nvtx"], scrape=True, diagnostic=True, env=SAMPLED),
+        Config("mo-kernel-memory", METRICS_ONLY + ["--activities", "kernel,allocator"], scrape=True, diagnostic=True, env=SAMPLED),
+        Config("mo-kernel-copies", METRICS_ONLY + ["--activities", "kernel,memcpy,memset"], scrape=True, diagnostic=True, env=SAMPLED),
+        Config("mo-kernel-sync", METRICS_ONLY + ["--activities", "kernel,sync"], scrape=True, diagnostic=True, env=SAMPLED),
+        Config("mo-kernel-launch", METRICS_ONLY + ["--activities", "kernel,launch"], scrape=True, diagnostic=True, env=SAMPLED),
         # Metrics-only with the synchronisation records it leaves out by default: what they cost.
         Config("mo-with-sync", METRICS_ONLY + ["--activities", "kernel,memcpy,memset,sync,nvtx,allocator,overhead"],
-               scrape=True, diagnostic=True),
-        Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True),
+               scrape=True, diagnostic=True, env=SAMPLED),
+        Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True, env=SAMPLED),
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
-               env={"CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
-        Config("mo-exact", METRICS_ONLY, scrape=True, diagnostic=True, env={"CUDASCOPE_METRICS_SAMPLING": "0"}),
+               env={**SAMPLED, "CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
+        Config("mo-exact", METRICS_ONLY, scrape=True, diagnostic=True),
         # The default trace without synchronisation records, which torch.profiler's CUDA activity
         # leaves out unless asked (enable_cuda_sync_events) and which carried metrics-only's cost
         # in its windows: whether they are the default trace's margin over torch CUDA.

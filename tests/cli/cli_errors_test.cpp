@@ -153,6 +153,30 @@ TEST(CliErrorsTest, RunWithItsDefaultOutputInAnUnwritableDirectoryNeverStartsThe
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
+// The output check creates the name and removes it again when it does not exist: runs started
+// together in one directory (a job's ranks, a sweep) see each other's probe and must take it
+// for what it is, not refuse to start.
+TEST(CliErrorsTest, RunsStartedTogetherWithOneOutputNameAllStart) {
+  const std::string dir = temp_path("together");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  constexpr int kRuns = 24;
+  const Result launched = cudascope::testing::run_shell(
+      "cd " + dir + " && for i in $(seq " + std::to_string(kRuns) + "); do (CUDASCOPE_BACKEND=sim " +
+      CUDASCOPE_CLI_PATH + " run -o t.json -- true >out_$i 2>&1; echo $? >rc_$i) & done; wait");
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  for (int i = 1; i <= kRuns; ++i) {
+    std::ifstream rc(dir + "/rc_" + std::to_string(i)), out(dir + "/out_" + std::to_string(i));
+    std::stringstream output;
+    output << out.rdbuf();
+    int code = -1;
+    rc >> code;
+    EXPECT_EQ(code, 0) << "run " << i << ": " << output.str();
+    EXPECT_THAT(output.str(), Not(HasSubstr("cannot"))) << "run " << i;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliErrorsTest, OutputUnderARegularFileIsRejected) {
   const std::string file = temp_path("plain_file");
   std::ofstream(file) << "x";
