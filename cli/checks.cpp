@@ -29,18 +29,6 @@ std::string with_unit(const std::string& number, const std::string& unit) {
   return unit.empty() ? number : number + " " + unit;
 }
 
-// An existing output: it must be a regular file this user may write.
-std::string existing_output_problem(const std::string& path) {
-  // A device, a pipe or a socket: a write error there (/dev/full) would come after the work.
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return "cannot write " + path + ": not a regular file";
-  // Open without truncating: the check must not change a file it may then leave alone.
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return "cannot write " + path + ": " + std::strerror(errno);
-  close(fd);
-  return {};
-}
-
 }  // namespace
 
 CLI::Validator FiniteRange(double min, double max, const std::string& unit) {
@@ -69,18 +57,30 @@ std::string output_file_problem(const std::string& path) {
   const fs::file_status parent_status = fs::status(parent, error);
   if (!fs::exists(parent_status)) return "cannot write " + path + ": directory " + parent.string() + " does not exist";
   if (!fs::is_directory(parent_status)) return "cannot write " + path + ": " + parent.string() + " is not a directory";
-  const fs::file_status status = fs::status(file, error);
-  if (fs::is_directory(status)) return "cannot write " + path + ": it is a directory";
-  if (fs::exists(status)) return existing_output_problem(path);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  // Another process checking or writing the same name (runs started together in one
-  // directory) may create it between the two looks: an existing file, or another check's
-  // probe already gone again (the directory takes new files).
-  if (fd < 0 && errno == EEXIST) return fs::exists(file, error) ? existing_output_problem(path) : std::string();
-  if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
-  close(fd);
-  unlink(path.c_str());
-  return {};
+  // Runs started together in one directory (a job's ranks, a sweep) check the same name at
+  // once: one's probe may appear or vanish between another's looks, so a look the name
+  // changed under is taken again.
+  for (int look = 0; look < 100; ++look) {
+    const fs::file_status status = fs::status(file, error);
+    if (fs::is_directory(status)) return "cannot write " + path + ": it is a directory";
+    if (fs::exists(status)) {
+      // A device, a pipe or a socket: a write error there (/dev/full) would come after the work.
+      if (!fs::is_regular_file(status)) return "cannot write " + path + ": not a regular file";
+      // Open without truncating: the check must not change a file it may then leave alone.
+      const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 && errno == ENOENT) continue;
+      if (fd < 0) return "cannot write " + path + ": " + std::strerror(errno);
+      close(fd);
+      return {};
+    }
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
+    close(fd);
+    unlink(path.c_str());
+    return {};
+  }
+  return {};  // the name kept changing under others' probes: the directory takes files
 }
 
 CLI::Validator WritableFile(bool allow_stdout) {
