@@ -2,7 +2,9 @@
 // Sampled kernel records for always-on metrics. A CUPTI record of every kernel costs a
 // launch-bound job far more than the 2% metrics may take (see bench/profiler/), and so do
 // CUPTI's copy, memset and synchronisation records merely being enabled, so a metrics-only
-// recording asks for records of device work only during short windows: by default
+// recording may ask (opt-in, CUDASCOPE_METRICS_SAMPLING=1: switching CUPTI's kinds at run time
+// has crashed CUPTI's worker thread, docs/metrics.md) for records of device work only during
+// short windows: by default
 // 50 ms in every 1 s (5%). Each period is cut into period / window slots and one slot, drawn
 // at random, is recorded: every instant then has the same chance (window / period) of being
 // seen, whatever the job's step time, so a job whose step divides the period is not always

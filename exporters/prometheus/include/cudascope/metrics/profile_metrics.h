@@ -9,10 +9,10 @@
 //
 // Families (all with the constant labels host, pid, and rank, local_rank, job when known):
 //   cudascope_kernels_total, cudascope_kernel_seconds_total        {device, kernel[, nvtx_range]}
-//     counts of every kernel: when kernel records are not sampled (a trace is written)
+//     counts of every kernel: when kernel records are not sampled (the default)
 //   cudascope_kernels_estimated_total, cudascope_kernel_seconds_estimated_total   (same labels)
 //     ESTIMATES, when kernel records are sampled (options.kernel_sampling; metrics-only
-//     recordings): each kernel seen counts as the weight of its window (period / window), so
+//     recordings with CUDASCOPE_METRICS_SAMPLING=1): each kernel seen counts as the weight of its window (period / window), so
 //     the estimates add up integers and never decrease. Exported instead of the two above, so
 //     a count and an estimate never share a name; beside them:
 //   cudascope_kernel_sampling_ratio                                 fraction of wall time whose
