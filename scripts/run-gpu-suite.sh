@@ -30,8 +30,9 @@
 #   sampling  opt-in sampled kernel records (CUDASCOPE_METRICS_SAMPLING=1; run by name, not by
 #             default: switching CUPTI's records has crashed its worker thread, docs/metrics.md):
 #             the journey-2 job's estimate against its traced count, then the job again and again
-#             with records switched 200 times a second (SAMPLING_STRESS_RUNS runs, default 6, about
-#             15 s each; SAMPLING_STRESS_CONTROL more recording every kernel, default 0)
+#             with records switched 200 times a second (SAMPLING_STRESS_RUNS runs, default 12,
+#             SAMPLING_STRESS_PARALLEL at once, default 4, about a minute in all;
+#             SAMPLING_STRESS_CONTROL more recording every kernel, default 0)
 #   report    the summary line and OUT/gpu-verification.md
 # The jobs of journey2 and sampling run with bench/journeys/crash_stack.c preloaded: one
 # that dies of a signal leaves its native stack, named, at the end of its log.
@@ -157,8 +158,9 @@ stage_sampling() {
     CUDASCOPE_METRICS_SAMPLE_PERIOD=0.1 "$cli" run --metrics 127.0.0.1:9474 --no-trace -- \
     python3 "$train" --steps 40 --warmup 2 --linger 1.5
   check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
-    --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-6}" \
-    --control "${SAMPLING_STRESS_CONTROL:-0}" -- python3 "$train" --steps 40 --warmup 2 --linger 1
+    --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-12}" \
+    --parallel "${SAMPLING_STRESS_PARALLEL:-4}" --control "${SAMPLING_STRESS_CONTROL:-0}" -- \
+    python3 "$train" --steps 40 --warmup 2 --linger 1
 }
 
 journey3() {

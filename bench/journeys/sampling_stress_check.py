@@ -16,9 +16,10 @@ The job should linger a moment after its last step (torch_train.py --linger 1) s
 last scrape sees the whole run.
 
   sampling_stress_check.py --cli CLI --out DIR [--runs 6] [--control 0] [--window 0.005]
-                           [--period 0.01] -- JOB...
+                           [--period 0.01] [--parallel 1] -- JOB...
 Prints a line per run and a PASS/FAIL line; exit 1 on failure."""
 import argparse
+import concurrent.futures
 import os
 import signal
 import socket
@@ -38,10 +39,16 @@ SCRAPE_INTERVAL_S = 0.5
 MIN_SWITCHES_PER_S = 20
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count):
+    """COUNT distinct ports free now: all held open together, so no two are the same."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def describe(returncode):
@@ -65,10 +72,10 @@ def scrape_until(address, done, last):
             pass  # not serving yet, or no longer
 
 
-def run_once(args, job, env_extra, log_path):
+def run_once(args, job, env_extra, log_path, port):
     """One run of JOB under metrics-only recording, scraped while it runs: (return code,
     seconds, kernel-record switches in its last scrape or None). Its output is kept in LOG_PATH."""
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{port}"
     command = [args.cli, "run", "--metrics", address, "--no-trace", "--"] + job
     env = dict(os.environ, **env_extra)
     done, last = threading.Event(), [None]
@@ -98,14 +105,15 @@ def main():
     parser.add_argument("--control", type=int, default=0, help="runs recording every kernel, without switching")
     parser.add_argument("--window", type=float, default=0.005)
     parser.add_argument("--period", type=float, default=0.01)
+    parser.add_argument("--parallel", type=int, default=1, help="runs at once (each its own port and log)")
     args, job = parser.parse_known_args()
     job = job[1:] if job[:1] == ["--"] else job
     if not job:
         parser.error("no job given after --")
     if not os.access(args.cli, os.X_OK):
         parser.error(f"--cli {args.cli}: not an executable")
-    if args.runs < 1 or args.control < 0:
-        parser.error("--runs must be at least 1 and --control at least 0")
+    if args.runs < 1 or args.control < 0 or args.parallel < 1:
+        parser.error("--runs and --parallel must be at least 1, --control at least 0")
     os.makedirs(args.out, exist_ok=True)
     try:
         crash_env = job_environment(build_library(args.out))
@@ -118,20 +126,28 @@ def main():
     failed = {"sampled": [], "every kernel": []}
     unswitched, rates = [], []
     symbols = Symbols()
-    for n, (kind, sampling_env) in enumerate(plans, 1):
+
+    ports = free_ports(len(plans))
+
+    def run_numbered(numbered):
+        n, (kind, sampling_env) = numbered
         log_path = os.path.join(args.out, f"run_{n}.log")
-        returncode, seconds, switches = run_once(args, job, {**crash_env, **sampling_env}, log_path)
-        switched = "no scrape answered" if switches is None else f"{switches:.0f} switches"
-        print(f"run {n}/{len(plans)} ({kind}): {describe(returncode)} after {seconds:.1f} s, {switched}", flush=True)
-        if returncode != 0:
-            failed[kind].append(n)
-            with open(log_path, errors="replace") as f:
-                stacks = symbolize(f.read(), symbols)
-            print(stacks or f"  no native stack in {log_path}", flush=True)
-        elif kind == "sampled":
-            rates.append((switches or 0) / seconds)
-            if rates[-1] < MIN_SWITCHES_PER_S:
-                unswitched.append(n)
+        return n, kind, log_path, run_once(args, job, {**crash_env, **sampling_env}, log_path, ports[n - 1])
+
+    # Runs at once on one GPU: more runs, so more switches, in the same time.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        for n, kind, log_path, (returncode, seconds, switches) in pool.map(run_numbered, enumerate(plans, 1)):
+            switched = "no scrape answered" if switches is None else f"{switches:.0f} switches"
+            print(f"run {n}/{len(plans)} ({kind}): {describe(returncode)} after {seconds:.1f} s, {switched}", flush=True)
+            if returncode != 0:
+                failed[kind].append(n)
+                with open(log_path, errors="replace") as f:
+                    stacks = symbolize(f.read(), symbols)
+                print(stacks or f"  no native stack in {log_path}", flush=True)
+            elif kind == "sampled":
+                rates.append((switches or 0) / seconds)
+                if rates[-1] < MIN_SWITCHES_PER_S:
+                    unswitched.append(n)
     switching = f"{args.window * 1e3:g} ms of kernel records in every {args.period * 1e3:g} ms"
     summary = f"{args.runs} runs with {switching}: {len(failed['sampled'])} did not end normally"
     if rates:

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""bench/journeys/sampling_stress_check.py on the sim backend, where the sampler switches the
+sim source's kernel records as it does CUPTI's: runs at once (--parallel) each get their own
+port and log, a sampled run is seen switching (its last scrape), and the check passes; a job
+that dies of a signal fails it, named, with its native stack.
+
+  sampling_stress_test.py CLI"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK = os.path.join(HERE, "..", "..", "bench", "journeys", "sampling_stress_check.py")
+
+
+def stress(cli, out, job, *options):
+    env = dict(os.environ, CUDASCOPE_BACKEND="sim")
+    return subprocess.run([sys.executable, CHECK, "--cli", cli, "--out", out, *options, "--", *job],
+                          env=env, capture_output=True, text=True, timeout=240)
+
+
+def expect(condition, what, result):
+    if not condition:
+        print(f"FAILED: {what}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
+        sys.exit(1)
+
+
+def main():
+    cli = sys.argv[1]
+    demo = [cli, "demo", "--iterations", "200", "--kernel-ms", "5", "--hold", "0.6"]
+    with tempfile.TemporaryDirectory() as out:
+        passing = stress(cli, out, demo, "--runs", "3", "--parallel", "3", "--control", "1")
+        expect(passing.returncode == 0, "three sampled runs at once and a control pass", passing)
+        expect("PASS: 3 runs with 5 ms of kernel records in every 10 ms: 0 did not end normally" in passing.stdout,
+               "the summary counts the sampled runs", passing)
+        for n in range(1, 5):
+            expect(os.path.exists(os.path.join(out, f"run_{n}.log")), f"run {n} has its own log", passing)
+        expect("1 recording every kernel: 0 did not" in passing.stdout, "the control run is counted", passing)
+    with tempfile.TemporaryDirectory() as out:
+        crashing = stress(cli, out, ["sh", "-c", "kill -SEGV $$"], "--runs", "2", "--parallel", "2")
+        expect(crashing.returncode == 1, "a job that dies of SIGSEGV fails the check", crashing)
+        expect("the job ended by SIGSEGV" in crashing.stdout, "the signal is named", crashing)
+        expect("FAIL: 2 runs with 5 ms of kernel records in every 10 ms: 2 did not end normally" in crashing.stdout,
+               "the summary counts both", crashing)
+        expect("crash_stack: fatal signal SIGSEGV" in crashing.stdout, "the native stack is shown", crashing)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
