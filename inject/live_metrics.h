@@ -34,10 +34,9 @@
 
 namespace cudascope::inject {
 
-// The kernel sampling of a metrics-only recording, from the variables above; null under
-// CUDASCOPE_METRICS_SAMPLING unset or 0 (a window or period set then is named as ignored on
-// stderr). A value that cannot be used is named on stderr and the
-// defaults are taken.
+// The kernel sampling of a metrics-only recording, from the variables above; null unless
+// CUDASCOPE_METRICS_SAMPLING=1 (a window or period set without it is named on stderr as
+// ignored). A value that cannot be used is named on stderr and the defaults are taken.
 std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment();
 
 // The sink a recording writes to: `trace` (null under CUDASCOPE_NO_TRACE) and, with
