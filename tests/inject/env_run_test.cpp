@@ -11,9 +11,12 @@
 
 #include <stdlib.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -99,6 +102,36 @@ TEST(EnvRunTest, BadSamplingSettingIsNamedAndTheDefaultPlanUsed) {
     EXPECT_THAT(result.output, HasSubstr("sampling kernel records 50 ms in every 1 s")) << setting;
     EXPECT_THAT(result.output, HasSubstr("kernel records sampled (CUDASCOPE_METRICS_SAMPLING=1)")) << setting;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// By default a metrics-only recording counts every kernel: the exact families, none of the
+// estimates or the sampling ratio, and as many kernels as a traced run of the same program.
+TEST(EnvRunTest, MetricsOnlyCountsEveryKernelByDefault) {
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
+  const auto traced = run_shell("CUDASCOPE_BACKEND=sim " + cli + " run -o " + dir + "/t.json -- " + demo);
+  ASSERT_EQ(traced.exit_code, 0) << traced.output;
+  const std::size_t expected = kernels_in(dir + "/t.json");
+  ASSERT_GT(expected, 0u);
+  const int port = cudascope::testing::free_port();
+  ASSERT_EQ(std::system(("CUDASCOPE_BACKEND=sim " + cli + " run --metrics 127.0.0.1:" + std::to_string(port) +
+                         " --no-trace --window-dir " + dir + " -- " + demo + " --hold 5 >" + dir + "/run.log 2>&1 &")
+                            .c_str()),
+            0);
+  double kernels = 0;
+  std::string last;
+  for (int i = 0; i < 100 && kernels < expected; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    last = cudascope::testing::http_get(port, "/metrics").value_or("");
+    kernels = 0;
+    for (const auto& sample : cudascope::testing::parse_exposition(last)) {
+      if (sample.name == "cudascope_kernels_total") kernels += sample.value;
+    }
+  }
+  EXPECT_EQ(kernels, static_cast<double>(expected)) << last;
+  EXPECT_THAT(last, Not(HasSubstr("cudascope_kernels_estimated_total")));
+  EXPECT_THAT(last, Not(HasSubstr("cudascope_kernel_sampling_ratio")));
+  run_shell("pkill -TERM -f 'metrics 127.0.0.1:" + std::to_string(port) + " ' ; sleep 0.5");  // run passes it on
   std::filesystem::remove_all(dir);
 }
 
