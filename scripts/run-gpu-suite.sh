@@ -121,6 +121,12 @@ prepare_crash_stack() {
   with_crash_stack=(env "LD_PRELOAD=$library${LD_PRELOAD:+ $LD_PRELOAD}" PYTHONFAULTHANDLER=1)
 }
 
+# traced_kernels TRACE: the number of kernels `cudascope stats` reads from TRACE (empty if none).
+traced_kernels() {
+  "$cli" stats --json "$1" 2>/dev/null |
+    python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null
+}
+
 stage_journey2() {
   local train=$root/bench/profiler/torch_train.py loop=$root/bench/torch_allocator/train_loop.py traced
   prepare_crash_stack || { record FAIL journey2 "cannot build bench/journeys/crash_stack.c"; return 1; }
@@ -128,8 +134,7 @@ stage_journey2() {
     --addr 127.0.0.1:9471 --interval 0.2 --trace "$out/journey2_trace.json.gz" --cudascope "$cli" -- \
     "${with_crash_stack[@]}" "$cli" run --metrics 127.0.0.1:9471 -o "$out/journey2_trace.json.gz" -- \
     python3 "$train" --steps 40 --warmup 2 --linger 1.5
-  traced=$("$cli" stats --json "$out/journey2_trace.json.gz" 2>/dev/null |
-    python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null)
+  traced=$(traced_kernels "$out/journey2_trace.json.gz")
   # Without a trace every kernel is still counted (the default): the count equals the trace's.
   check journey2-metrics-no-trace journey2_no_trace.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
     --addr 127.0.0.1:9472 --interval 0.2 --kernels "${traced:-0}" -- "${with_crash_stack[@]}" \
@@ -150,8 +155,7 @@ stage_sampling() {
   local train=$root/bench/profiler/torch_train.py traced
   prepare_crash_stack || { record FAIL sampling "cannot build bench/journeys/crash_stack.c"; return 1; }
   "$cli" run -o "$out/sampling_trace.json.gz" -- python3 "$train" --steps 40 --warmup 2 >"$out/sampling_trace.log" 2>&1
-  traced=$("$cli" stats --json "$out/sampling_trace.json.gz" 2>/dev/null |
-    python3 -c 'import json,sys; print(sum(r["count"] for r in json.load(sys.stdin)["kernels"]))' 2>/dev/null)
+  traced=$(traced_kernels "$out/sampling_trace.json.gz")
   check sampling-estimate sampling_estimate.log python3 "$root/bench/journeys/metrics_scrape_check.py" \
     --addr 127.0.0.1:9474 --interval 0.2 --estimated "${traced:-0}" --tolerance 0.35 -- \
     "${with_crash_stack[@]}" CUDASCOPE_METRICS_SAMPLING=1 CUDASCOPE_METRICS_SAMPLE_WINDOW=0.05 \
