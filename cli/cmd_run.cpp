@@ -639,7 +639,7 @@ CUDASCOPE_COMMAND(run, 30) {
       ->capture_default_str();
   sub->add_option("--activities", options.activities,
                   "Comma-separated: kernel,memcpy,memset,sync,launch,runtime,driver,nvtx,allocator,overhead,all,default "
-                  "(with --no-trace, default leaves out sync and launch: name them to record them)");
+                  "(default leaves out sync, runtime and driver, and with --no-trace launch too: name them to record them)");
   sub->add_option("--delay", options.delay, "Start recording after this many seconds")->check(FiniteRange(0, kWeek, "s"));
   sub->add_option("--duration", options.duration, "Stop recording after this many seconds (0: until the end)")
       ->check(FiniteRange(0, kWeek, "s"));

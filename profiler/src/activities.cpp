@@ -20,11 +20,11 @@ const char* to_string(Activity a) noexcept {
 }
 
 ActivitySet ActivitySet::defaults() {
-  return all().remove(Activity::kDriver).remove(Activity::kRuntime);
+  return all().remove(Activity::kDriver).remove(Activity::kRuntime).remove(Activity::kSync);
 }
 
 ActivitySet ActivitySet::metrics_only_defaults() {
-  return defaults().remove(Activity::kLaunch).remove(Activity::kSync);
+  return defaults().remove(Activity::kLaunch);
 }
 
 ActivitySet ActivitySet::all() {

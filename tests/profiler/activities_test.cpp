@@ -20,17 +20,18 @@ TEST(ActivitySetTest, ParsesListsWithSpacesAndRoundTrips) {
 TEST(ActivitySetTest, DefaultTracesLaunchCallsOnlyAndAllHasFullApiTracing) {
   EXPECT_FALSE(ActivitySet::defaults().contains(Activity::kDriver));
   EXPECT_FALSE(ActivitySet::defaults().contains(Activity::kRuntime));
+  EXPECT_FALSE(ActivitySet::defaults().contains(Activity::kSync));
   EXPECT_TRUE(ActivitySet::defaults().contains(Activity::kLaunch));
   EXPECT_TRUE(ActivitySet::defaults().contains(Activity::kKernel));
   EXPECT_TRUE(ActivitySet::all().contains(Activity::kDriver));
-  EXPECT_EQ(ActivitySet::parse("default,driver,runtime"), ActivitySet::all());
+  EXPECT_EQ(ActivitySet::parse("default,driver,runtime,sync"), ActivitySet::all());
 }
 
-TEST(ActivitySetTest, MetricsOnlyDefaultsLeaveOutLaunchCallsAndSynchronisationsOnly) {
+TEST(ActivitySetTest, MetricsOnlyDefaultsLeaveOutLaunchCallsOnly) {
   const ActivitySet metrics_only = ActivitySet::metrics_only_defaults();
   EXPECT_FALSE(metrics_only.contains(Activity::kLaunch));
   EXPECT_FALSE(metrics_only.contains(Activity::kSync));
-  EXPECT_EQ(ActivitySet(metrics_only).add(Activity::kLaunch).add(Activity::kSync), ActivitySet::defaults());
+  EXPECT_EQ(ActivitySet(metrics_only).add(Activity::kLaunch), ActivitySet::defaults());
   EXPECT_EQ(ActivitySet::parse("default,sync", metrics_only), ActivitySet(metrics_only).add(Activity::kSync))
       << "'default' is the defaults it is given";
 }

@@ -41,7 +41,9 @@ SessionOptions sim_options() {
 
 TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelation) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
-  Session session(sim_options());
+  SessionOptions options = sim_options();
+  options.activities = ActivitySet::defaults().add(Activity::kSync);  // `--activities default,sync`
+  Session session(options);
   session.start();
   cuda::Stream stream(0);
   cuda::busy_wait(std::chrono::microseconds(200), stream);
@@ -85,6 +87,22 @@ TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelatio
   EXPECT_GE(allocations.back().u.allocator.reserved_bytes, 4096);
   EXPECT_EQ(sink.summary().dropped_buffer, 0u);
   EXPECT_EQ(sink.info().source, "sim");
+}
+
+TEST(SessionTest, DefaultsLeaveOutSynchronisationRecordsUnlessAsked) {
+  CUDASCOPE_REQUIRE_SIM_BACKEND();
+  Session session(sim_options());
+  session.start();
+  cuda::Stream stream(0);
+  cuda::busy_wait(std::chrono::microseconds(100), stream);
+  stream.synchronize();
+  session.stop();
+
+  MemorySink sink;
+  session.export_to(sink);
+  EXPECT_EQ(of_kind(sink.records(), RecordKind::kKernel).size(), 1u);
+  EXPECT_TRUE(of_kind(sink.records(), RecordKind::kSync).empty())
+      << "a default trace records no synchronisations, as torch.profiler's CUDA activity records none";
 }
 
 TEST(SessionTest, AGraphReplaysKernelsCarryTheLaunchsCorrelationAndTheGraphsId) {

@@ -28,16 +28,17 @@ class ActivitySet {
   constexpr ActivitySet() = default;
 
   // What a session records unless told otherwise: device activity, the launch-type runtime
-  // calls (for launch -> kernel flows), NVTX, allocator events and CUPTI overhead. Full
-  // runtime and driver API tracing are off by default: on a launch-bound loop they add
-  // records and CUPTI callbacks for every call.
+  // calls (for launch -> kernel flows, and the host's waits as spans of its synchronize
+  // calls), NVTX, allocator events and CUPTI overhead. Full runtime and driver API tracing
+  // are off by default: on a launch-bound loop they add records and CUPTI callbacks for every
+  // call. So are CUPTI's synchronisation records, as torch.profiler leaves them out of its
+  // CUDA activity unless asked: merely enabled they cost a launch-bound PyTorch loop 1.2-1.4x
+  // (bench/results/overhead.md), about the whole of a trace's margin over torch.profiler's;
+  // `--activities default,sync` brings them back.
   static ActivitySet defaults();
   // What a metrics-only recording (`run --metrics ADDR --no-trace`) records unless told
   // otherwise: the defaults without the launch calls (only a trace's flows and
-  // --metrics-label-nvtx read them) and without synchronisation records. Switched on in the
-  // sampled windows alone, synchronisation records still cost a launch-bound PyTorch loop
-  // 1.2-1.4x in every round measured, where the same windows without them cost 0.96-1.09x
-  // (bench/results/overhead.md); `--activities default,sync` brings them back.
+  // --metrics-label-nvtx read them).
   static ActivitySet metrics_only_defaults();
   static ActivitySet all();
   // Parses a comma-separated list of names (kernel, memcpy, memset, sync, runtime, driver,

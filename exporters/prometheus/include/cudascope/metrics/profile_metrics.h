@@ -25,7 +25,8 @@
 //                                                                   got its CUPTI callback
 //   cudascope_memcpy_total, _bytes_total, _seconds_total            {device, kind}
 //   cudascope_memset_total, _bytes_total, _seconds_total            {device}
-//   cudascope_sync_total, cudascope_sync_seconds_total              {type}
+//   cudascope_sync_total, cudascope_sync_seconds_total              {type}, only with sync records
+//                                                                   (`--activities default,sync`)
 //     when records are sampled, these are recorded in the same windows as kernels and
 //     exported as ESTIMATES under *_estimated_total names (cudascope_memcpy_estimated_total,
 //     cudascope_memcpy_bytes_estimated_total, ...), for the same reason
