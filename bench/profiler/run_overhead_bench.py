@@ -361,6 +361,24 @@ def switch_table(results):
         print("\n".join(rows))
 
 
+def trace_against_torch_table(results):
+    """Issue 22's trace criterion: the default trace at or under torch.profiler's CUDA-only run.
+    Each round's default trace over the same round's torch CUDA run, so that what moves from
+    round to round (both against one plain run) cancels."""
+    trace, torch_cuda = results.get("default trace", {}), results.get("torch CUDA", {})
+    rounds = [i for i in trace if i in torch_cuda]
+    if not rounds:
+        return
+    print("\n### The default trace against torch.profiler's CUDA activity, per round\n")
+    print("| loop | default trace / torch CUDA, median | min-max | rounds | at or under torch CUDA |")
+    print("|---|---|---|---|---|")
+    for loop, title in LOOPS:
+        ratios = [trace[i][f"{loop}_seconds"] / torch_cuda[i][f"{loop}_seconds"] for i in rounds]
+        middle = statistics.median(ratios)
+        print(f"| {title} | {middle:.4f}x | {min(ratios):.4f}-{max(ratios):.4f} | {len(ratios)} | "
+              f"{'yes' if middle <= 1.0 else 'no'} |")
+
+
 def estimate_table(results, count_launches):
     sampled = [r["scrape"] for r in results.get("metrics-only sampled", {}).values() if r.get("scrape")]
     exact = [r["scrape"] for r in results.get("metrics+trace", {}).values() if r.get("scrape")]
@@ -508,6 +526,7 @@ def main():
                 ratio, per_round = ratios["metrics-only"]
                 verdicts.append((ratio, f"{loop} {ratio:.3f}x, per-round {min(per_round):.3f}-{max(per_round):.3f}"))
         cpu_table(results, names)
+        trace_against_torch_table(results)
         switch_table(results)
         estimate_table(results, args.count_launches)
         print(f"\n{time.time() - started:.0f} s in all.\n")
