@@ -89,7 +89,7 @@ TEST(SessionTest, KernelsCopiesFillsAndSyncsOnSimAreRecordedWithLaunchCorrelatio
   EXPECT_EQ(sink.info().source, "sim");
 }
 
-TEST(SessionTest, DefaultsLeaveOutSynchronisationRecordsUnlessAsked) {
+TEST(SessionTest, DefaultsLeaveOutSynchronisationRecords) {
   CUDASCOPE_REQUIRE_SIM_BACKEND();
   Session session(sim_options());
   session.start();
