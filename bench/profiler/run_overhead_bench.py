@@ -361,19 +361,27 @@ def switch_table(results):
         print("\n".join(rows))
 
 
-def trace_against_torch_table(results):
-    """Issue 22's trace criterion: the default trace at or under torch.profiler's CUDA-only run.
-    Each round's default trace over the same round's torch CUDA run, so that what moves from
-    round to round (both against one plain run) cancels."""
+def trace_over_torch(results):
+    """Issue 22's trace criterion, the default trace at or under torch.profiler's CUDA-only run:
+    per loop, each round's default trace over the same round's torch CUDA run, so that what
+    moves from round to round (both against one plain run) cancels. Rounds without both are
+    left out. {loop: [ratio per round]}, empty without a round of both."""
     trace, torch_cuda = results.get("default trace", {}), results.get("torch CUDA", {})
     rounds = [i for i in trace if i in torch_cuda]
     if not rounds:
+        return {}
+    return {loop: [trace[i][f"{loop}_seconds"] / torch_cuda[i][f"{loop}_seconds"] for i in rounds] for loop, _ in LOOPS}
+
+
+def trace_against_torch_table(results):
+    ratios_of = trace_over_torch(results)
+    if not ratios_of:
         return
     print("\n### The default trace against torch.profiler's CUDA activity, per round\n")
     print("| loop | default trace / torch CUDA, median | min-max | rounds | at or under torch CUDA |")
     print("|---|---|---|---|---|")
     for loop, title in LOOPS:
-        ratios = [trace[i][f"{loop}_seconds"] / torch_cuda[i][f"{loop}_seconds"] for i in rounds]
+        ratios = ratios_of[loop]
         middle = statistics.median(ratios)
         print(f"| {title} | {middle:.4f}x | {min(ratios):.4f}-{max(ratios):.4f} | {len(ratios)} | "
               f"{'yes' if middle <= 1.0 else 'no'} |")
