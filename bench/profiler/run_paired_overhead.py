@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""What metrics-only costs the launch-bound MLP loop (or, with --loop transformer, the
-compute-bound transformer step), measured inside each process (issue 22):
+"""What metrics-only (as it records by default, or any configuration of run_overhead_bench.py's
+run under `cudascope run`, e.g. `metrics-only sampled`) costs the launch-bound MLP loop (or, with
+--loop transformer, the compute-bound transformer step), measured inside each process (issue 22):
 a second estimator beside run_overhead_bench.py, whose plain runs move 15-25% from process to
 process (memory layout, where the scheduler and the caches leave a launch-bound loop), more
 than the 2% budget.
@@ -50,8 +51,8 @@ MARKER = "OVERHEAD_PHASES "
 # The recording's delay: the loop's warm-up (the model, cuBLAS's first calls, 20 steps: 3-5 s on
 # an H100) and a before phase of several seconds must fit in it, less the phase's margin.
 DEFAULT_DELAY_S = 12.0
-# Each phase's length: a handful of sampling periods (a window's slot is random in each 1 s
-# period, so a phase holds about one window a second).
+# Each phase's length: for the sampled configurations, a handful of sampling periods (a window's
+# slot is random in each 1 s period, so a phase holds about one window a second).
 DEFAULT_PHASE_S = 5.0
 
 
@@ -153,7 +154,7 @@ def main():
     args = parser.parse_args()
     if not args.phase > 0 or not args.delay > 0:
         sys.exit(f"run_paired_overhead: --phase {args.phase:g} and --delay {args.delay:g} must be above 0")
-    args.sample_window = args.sample_period = None  # the defaults of a metrics-only run
+    args.sample_window = args.sample_period = None  # the sampled configurations' defaults
     chosen = delayable_configs(args.configs)
     if not os.access(args.cli, os.X_OK):
         sys.exit(f"run_paired_overhead: {args.cli} is not an executable cudascope (give --cli)")

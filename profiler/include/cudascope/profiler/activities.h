@@ -32,9 +32,10 @@ class ActivitySet {
   // calls), NVTX, allocator events and CUPTI overhead. Full runtime and driver API tracing
   // are off by default: on a launch-bound loop they add records and CUPTI callbacks for every
   // call. So are CUPTI's synchronisation records, as torch.profiler leaves them out of its
-  // CUDA activity unless asked: merely enabled they cost a launch-bound PyTorch loop 1.2-1.4x
-  // (bench/results/overhead.md), about the whole of a trace's margin over torch.profiler's;
-  // `--activities default,sync` brings them back.
+  // CUDA activity unless asked: merely enabled they cost a launch-bound PyTorch loop 1.2-1.4x;
+  // with them a default trace cost it as much as torch.profiler's CUDA activity or more, without
+  // them 0.82-0.89x of it (bench/results/overhead.md). `--activities default,sync` brings them
+  // back.
   static ActivitySet defaults();
   // What a metrics-only recording (`run --metrics ADDR --no-trace`) records unless told
   // otherwise: the defaults without the launch calls (only a trace's flows and
