@@ -103,6 +103,10 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
     std::fprintf(stderr, "cudascope: %s; kernels are not labelled with NVTX ranges\n", e.what());
   }
   metric_options.labels = metrics::ProcessLabels::from_environment();
+  const profiler::ActivitySet& activities = options.activities;
+  metric_options.host_waits_from_calls =
+      !activities.contains(profiler::Activity::kSync) &&
+      (activities.contains(profiler::Activity::kLaunch) || activities.contains(profiler::Activity::kRuntime));
   // Metrics only, with CUDASCOPE_METRICS_SAMPLING=1: kernel records in sampled windows,
   // exported as estimates. Otherwise, and always with a trace, every kernel is recorded and
   // counted exactly.

@@ -33,6 +33,20 @@ std::size_t kernels_in(const std::string& path) {
   return n;
 }
 
+// The trace's events of category `cat` whose name ends with `suffix` (all of the category for "").
+std::size_t events_in(const std::string& path, const std::string& cat, const std::string& suffix = "") {
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in, nullptr, false);
+  if (trace.is_discarded()) return 0;
+  std::size_t n = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    const std::string name = e.value("name", "");
+    const bool named = name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    n += e.value("cat", "") == cat && named ? 1 : 0;
+  }
+  return n;
+}
+
 const std::string cli = CUDASCOPE_CLI_PATH;
 const std::string demo = cli + " demo --iterations 20 --kernel-ms 0.1";
 
@@ -131,6 +145,35 @@ TEST(EnvRunTest, MetricsOnlyCountsEveryKernelByDefault) {
   EXPECT_EQ(kernels, static_cast<double>(expected)) << last;
   EXPECT_THAT(last, Not(HasSubstr("cudascope_kernels_estimated_total")));
   EXPECT_THAT(last, Not(HasSubstr("cudascope_kernel_sampling_ratio")));
+  run_shell("pkill -TERM -f 'metrics 127.0.0.1:" + std::to_string(port) + " ' ; sleep 0.5");  // run passes it on
+  std::filesystem::remove_all(dir);
+}
+
+// A default trace takes no synchronisation records (their cost, docs/metrics.md) but records
+// the synchronize calls; live metrics beside it count those calls as the host's waits.
+TEST(EnvRunTest, MetricsBesideATraceCountHostWaitsFromItsSynchronizeCalls) {
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
+  const auto traced = run_shell("CUDASCOPE_BACKEND=sim " + cli + " run -o " + dir + "/t.json -- " + demo);
+  ASSERT_EQ(traced.exit_code, 0) << traced.output;
+  EXPECT_EQ(events_in(dir + "/t.json", "cuda_sync"), 0u) << "no synchronisation record unless asked";
+  const std::size_t calls = events_in(dir + "/t.json", "cuda_runtime", "Synchronize");
+  ASSERT_GT(calls, 0u) << "the demo waits on the device";
+  const int port = cudascope::testing::free_port();
+  ASSERT_EQ(std::system(("CUDASCOPE_BACKEND=sim " + cli + " run --metrics 127.0.0.1:" + std::to_string(port) + " -o " +
+                         dir + "/m.json -- " + demo + " --hold 5 >" + dir + "/run.log 2>&1 &")
+                            .c_str()),
+            0);
+  double waits = 0;
+  std::string last;
+  for (int i = 0; i < 100 && waits < static_cast<double>(calls); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    last = cudascope::testing::http_get(port, "/metrics").value_or("");
+    waits = 0;
+    for (const auto& sample : cudascope::testing::parse_exposition(last)) {
+      if (sample.name == "cudascope_sync_total") waits += sample.value;
+    }
+  }
+  EXPECT_EQ(waits, static_cast<double>(calls)) << last;
   run_shell("pkill -TERM -f 'metrics 127.0.0.1:" + std::to_string(port) + " ' ; sleep 0.5");  // run passes it on
   std::filesystem::remove_all(dir);
 }

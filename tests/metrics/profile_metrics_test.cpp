@@ -196,6 +196,42 @@ TEST(ProfileMetricsTest, CopiesMemsetsSyncsMemoryAndDropsAreCounted) {
   EXPECT_EQ(find_sample(samples, "cudascope_profiler_dropped_records_total", {{"source", "buffers"}}), 12.0);
 }
 
+// A runtime call's record, as the launch activity records it.
+profiler::Record call(const char* name, std::uint64_t start, std::uint64_t end, std::uint32_t correlation) {
+  profiler::Record r = profiler::make_record(profiler::RecordKind::kRuntimeApi);
+  r.start_ns = start;
+  r.end_ns = end;
+  r.correlation_id = correlation;
+  r.u.api.name = name;
+  return r;
+}
+
+TEST(ProfileMetricsTest, HostWaitsAreCountedFromSynchronizeCallsWhenNoSyncRecordIsTaken) {
+  const std::vector<profiler::Record> records{
+      call("cudaLaunchKernel", 0, 500, 1),           call("cudaStreamSynchronize", 1000, 4000, 2),
+      call("cudaStreamSynchronize_ptsz", 5000, 6000, 3), call("cudaEventSynchronize", 7000, 7500, 4),
+      call("cudaDeviceSynchronize", 8000, 10000, 5), call("cudaMemcpyAsync", 11000, 11200, 6)};
+  metrics::ProfileMetricsOptions from_calls = options(20);
+  from_calls.host_waits_from_calls = true;
+  metrics::ProfileMetrics live(from_calls);
+  live.consume(records.data(), records.size());
+  const auto samples = parse_exposition(live.render());
+  EXPECT_EQ(find_sample(samples, "cudascope_sync_total", {{"type", "Stream Sync"}}), 2.0);
+  EXPECT_DOUBLE_EQ(find_sample(samples, "cudascope_sync_seconds_total", {{"type", "Stream Sync"}}).value_or(-1), 4e-6);
+  EXPECT_EQ(find_sample(samples, "cudascope_sync_total", {{"type", "Event Sync"}}), 1.0);
+  EXPECT_EQ(find_sample(samples, "cudascope_sync_total", {{"type", "Context Sync"}}), 1.0)
+      << "cudaDeviceSynchronize, typed as CUPTI's record of it";
+  double waits = 0;
+  for (const auto& sample : samples) {
+    if (sample.name == "cudascope_sync_total") waits += sample.value;
+  }
+  EXPECT_EQ(waits, 4.0) << "launches and copies are no waits";
+
+  metrics::ProfileMetrics without(options(20));  // sync records taken, or no launch records
+  without.consume(records.data(), records.size());
+  EXPECT_FALSE(find_sample(parse_exposition(without.render()), "cudascope_sync_total", {}).has_value());
+}
+
 TEST(ProfileMetricsTest, PromtoolAcceptsTheText) {
   if (!cudascope::testing::have_promtool()) GTEST_SKIP() << "no promtool on PATH (Debian package prometheus)";
   metrics::ProfileMetrics live(options(1, true));

@@ -9,10 +9,12 @@
 
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 namespace cudascope::metrics {
@@ -81,6 +83,19 @@ struct Durations {
     return d;
   }
 };
+
+// The host wait a runtime call stands for, typed as CUPTI types its synchronisation record of
+// that call; kUnknown for a call that is not a synchronize.
+profiler::SyncType host_wait_of_call(const char* name) {
+  if (name == nullptr || std::strstr(name, "Synchronize") == nullptr) return profiler::SyncType::kUnknown;
+  const std::string_view call(name);
+  if (call.starts_with("cudaStreamSynchronize")) return profiler::SyncType::kStream;
+  if (call.starts_with("cudaEventSynchronize")) return profiler::SyncType::kEvent;
+  if (call.starts_with("cudaDeviceSynchronize") || call.starts_with("cudaThreadSynchronize")) {
+    return profiler::SyncType::kContext;
+  }
+  return profiler::SyncType::kUnknown;
+}
 
 std::string demangle(const char* name) {
   if (name == nullptr) return "unknown";
@@ -263,6 +278,13 @@ struct ProfileMetrics::State {
     kernels.add(kernel_key(r.device, kernel_id(r.u.kernel.name), range), r.device, t);
   }
 
+  // A synchronize call among the launch records, counted as the wait it is (only the runtime's:
+  // its driver call inside would count it twice).
+  void count_host_wait(const Record& call, std::uint64_t duration) {
+    const profiler::SyncType type = host_wait_of_call(call.u.api.name);
+    if (type != profiler::SyncType::kUnknown) syncs[static_cast<std::uint8_t>(type)] += weighted(call, Totals{1, duration, 0});
+  }
+
   // Before each batch: the segments any kernel of it can belong to are already opened.
   void refresh_segments() {
     if (sampled()) segments = options.kernel_sampling->segments();
@@ -295,6 +317,7 @@ struct ProfileMetrics::State {
           break;
         case RecordKind::kRuntimeApi:
         case RecordKind::kDriverApi:
+          if (options.host_waits_from_calls && r.kind == RecordKind::kRuntimeApi) count_host_wait(r, duration);
           if (options.label_nvtx && r.correlation_id != 0) {
             if (launch_range.size() >= kMaxPendingKernels) launch_range.clear();
             launch_range[r.correlation_id] = innermost(r.thread_id, r.start_ns);

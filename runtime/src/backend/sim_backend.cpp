@@ -96,14 +96,19 @@ obs::CopyKind observed_kind(CopyKind kind) {
 // CUPTI records the kernels of graphs captured before tracing began).
 bool reports_activity(const SimStream& s) { return obs::observer() != nullptr || s.capture() != nullptr; }
 
-// Reports a synchronizing call's wait when an observer is installed.
+// Reports a synchronizing call's wait when an observer is installed: the call on the calling
+// thread and the wait, joined by one correlation id, as CUPTI records the runtime call and its
+// synchronisation record.
 template <typename Wait>
-void observed_sync(obs::SyncActivity::Type type, int device, std::int64_t stream_id, Wait&& wait) {
+void observed_sync(obs::SyncActivity::Type type, const char* call, int device, std::int64_t stream_id, Wait&& wait) {
   obs::Observer* observer = obs::observer();
   if (observer == nullptr) return wait();
   const std::uint64_t start = obs::host_time_ns();
   wait();
-  observer->on_sync({type, device, stream_id, start, obs::host_time_ns(), obs::next_correlation_id()});
+  const std::uint64_t end = obs::host_time_ns();
+  const auto correlation = obs::next_correlation_id();
+  observer->on_api_call({call, start, end, correlation});
+  observer->on_sync({type, device, stream_id, start, end, correlation});
 }
 
 class SimBackend final : public Backend {
@@ -201,7 +206,7 @@ class SimBackend final : public Backend {
       if (d.default_stream) streams.push_back(d.default_stream.get());
       for (auto& stream : d.streams) streams.push_back(stream.get());
     }
-    observed_sync(obs::SyncActivity::Type::kDevice, device, -1, [&] {
+    observed_sync(obs::SyncActivity::Type::kDevice, "cudaDeviceSynchronize", device, -1, [&] {
       for (SimStream* stream : streams) stream->synchronize();
     });
   }
@@ -336,7 +341,7 @@ class SimBackend final : public Backend {
   void stream_synchronize(int device, StreamHandle stream) override {
     SimStream& s = stream_of(device, stream);
     graphs_.check_not_capturing(s, "cudaStreamSynchronize");
-    observed_sync(obs::SyncActivity::Type::kStream, device, s.id(), [&] { s.synchronize(); });
+    observed_sync(obs::SyncActivity::Type::kStream, "cudaStreamSynchronize", device, s.id(), [&] { s.synchronize(); });
   }
 
   void stream_wait_event(int device, StreamHandle stream, EventHandle event) override {
@@ -375,7 +380,7 @@ class SimBackend final : public Backend {
 
   void event_synchronize(int, EventHandle event) override {
     auto* sim_event = static_cast<SimEvent*>(event);
-    observed_sync(obs::SyncActivity::Type::kEvent, sim_event->device(), -1,
+    observed_sync(obs::SyncActivity::Type::kEvent, "cudaEventSynchronize", sim_event->device(), -1,
                   [&] { sim_event->state()->wait_for(sim_event->issued()); });
   }
 

@@ -25,8 +25,10 @@
 //                                                                   got its CUPTI callback
 //   cudascope_memcpy_total, _bytes_total, _seconds_total            {device, kind}
 //   cudascope_memset_total, _bytes_total, _seconds_total            {device}
-//   cudascope_sync_total, cudascope_sync_seconds_total              {type}, only with sync records
-//                                                                   (`--activities default,sync`)
+//   cudascope_sync_total, cudascope_sync_seconds_total              {type}, from sync records
+//                                                                   (`--activities default,sync`),
+//                                                                   else from the synchronize
+//                                                                   calls of a trace's launch records
 //     when records are sampled, these are recorded in the same windows as kernels and
 //     exported as ESTIMATES under *_estimated_total names (cudascope_memcpy_estimated_total,
 //     cudascope_memcpy_bytes_estimated_total, ...), for the same reason
@@ -64,6 +66,12 @@ struct ProfileMetricsOptions {
   // they were launched (needs the launch API records: the `runtime` or `launch` activity).
   bool label_nvtx = false;
   ProcessLabels labels = ProcessLabels::from_environment();
+  // Host waits (cudascope_sync_*) counted from the synchronize calls among the launch records
+  // (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize), for a session that
+  // records those calls and not CUPTI's synchronisation records (a default trace): the same
+  // waits, timed by their calls, without the records' cost. Off where synchronisation
+  // records are recorded, which count them instead.
+  bool host_waits_from_calls = false;
   // Set when the session samples kernel records (SessionOptions::kernel_sampling, the same
   // object): kernel figures are then exported as estimates (see above).
   std::shared_ptr<const profiler::KernelSampling> kernel_sampling;
