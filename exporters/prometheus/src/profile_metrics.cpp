@@ -282,7 +282,8 @@ struct ProfileMetrics::State {
   // its driver call inside would count it twice).
   void count_host_wait(const Record& call, std::uint64_t duration) {
     const profiler::SyncType type = host_wait_of_call(call.u.api.name);
-    if (type != profiler::SyncType::kUnknown) syncs[static_cast<std::uint8_t>(type)] += weighted(call, Totals{1, duration, 0});
+    if (type == profiler::SyncType::kUnknown) return;
+    syncs[static_cast<std::uint8_t>(type)] += weighted(call, Totals{1, duration, 0});
   }
 
   // Before each batch: the segments any kernel of it can belong to are already opened.
