@@ -10,7 +10,8 @@
 #   symbols   every installed shared library exports its own API only, needs libstdc++.so.6
 #   ctest     the whole ctest suite on the cuda backend: zero failures
 #   journey1  a snapshot PyTorch writes of a training run: snapshot-stats equals Python's figures
-#   journey2  a training loop under `run --metrics` (with a trace; without, counting every kernel
+#   journey2  a training loop under `run --metrics` (with a trace, its kernels and host waits
+#             equal to the trace's kernels and synchronize calls; without, counting every kernel
 #             by default) and a job on our allocator with CUDASCOPE_METRICS, scraped every 200 ms
 #             for the whole run
 #   journey3  the wrapped loop's kernels, name by name, equal torch.profiler's for the same steps

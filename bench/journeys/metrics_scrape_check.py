@@ -5,7 +5,9 @@ must be answered, and the last scrape (taken while the job lingers after its las
 agree with the run's own record:
 
   trace:     `cudascope run --metrics ADDR -o T -- JOB`: cudascope_kernels_total summed equals the
-             kernel count `cudascope stats --json T` reads from the trace of the same run;
+             kernel count `cudascope stats --json T` reads from the trace of the same run, and
+             cudascope_sync_total summed equals the trace's synchronize calls (a default trace
+             takes no synchronisation records; the metrics count the calls as the host's waits);
   count N:   (--no-trace, every kernel recorded, the default) the kernel total equals N, the
              count of a traced run of the same deterministic job;
   estimate N: (--no-trace with CUDASCOPE_METRICS_SAMPLING=1) the sampling ratio is exported
@@ -19,6 +21,7 @@ agree with the run's own record:
                           --estimated N [--tolerance F] | --allocator] -- COMMAND...
 Prints the figures and a PASS/FAIL line; exit 1 on failure."""
 import argparse
+import gzip
 import json
 import re
 import subprocess
@@ -64,6 +67,19 @@ def metric_sum(text, name, **only):
     return total
 
 
+# The runtime calls the metrics count as host waits beside a trace (profile_metrics.cpp,
+# host_wait_of_call), with or without their per-thread-stream suffix.
+HOST_WAIT_CALL = re.compile(r"^cuda(Stream|Event|Device|Thread)Synchronize(_ptsz)?$")
+
+
+def synchronize_calls(trace_path):
+    """The trace's runtime calls that wait on the device."""
+    opener = gzip.open if trace_path.endswith(".gz") else open
+    with opener(trace_path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    return sum(1 for e in events if e.get("cat") == "cuda_runtime" and HOST_WAIT_CALL.match(e.get("name", "")))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--addr", required=True)
@@ -96,6 +112,10 @@ def main():
         detail += f"; kernels: last scrape {kernels:.0f}, trace {traced}"
         if traced is None or kernels != traced:
             problems.append("the last scrape's kernel total differs from the trace's")
+        waits, calls = metric_sum(last, "cudascope_sync_total"), synchronize_calls(args.trace)
+        detail += f"; host waits: last scrape {waits:.0f}, synchronize calls in the trace {calls}"
+        if waits != calls:
+            problems.append("the last scrape's host waits differ from the trace's synchronize calls")
     if args.kernels is not None:
         detail += f"; kernels: last scrape {kernels:.0f}, traced run {args.kernels}"
         if kernels != args.kernels:
