@@ -47,6 +47,21 @@ std::size_t events_in(const std::string& path, const std::string& cat, const std
   return n;
 }
 
+// Scrapes 127.0.0.1:port every 100 ms for up to 10 s, until the samples of `family` add up to
+// `wanted`: their last sum, and the last scrape's text in `last`.
+double scrape_until(int port, const std::string& family, double wanted, std::string& last) {
+  double sum = 0;
+  for (int i = 0; i < 100 && sum < wanted; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    last = cudascope::testing::http_get(port, "/metrics").value_or("");
+    sum = 0;
+    for (const auto& sample : cudascope::testing::parse_exposition(last)) {
+      if (sample.name == family) sum += sample.value;
+    }
+  }
+  return sum;
+}
+
 const std::string cli = CUDASCOPE_CLI_PATH;
 const std::string demo = cli + " demo --iterations 20 --kernel-ms 0.1";
 
@@ -132,16 +147,8 @@ TEST(EnvRunTest, MetricsOnlyCountsEveryKernelByDefault) {
                          " --no-trace --window-dir " + dir + " -- " + demo + " --hold 5 >" + dir + "/run.log 2>&1 &")
                             .c_str()),
             0);
-  double kernels = 0;
   std::string last;
-  for (int i = 0; i < 100 && kernels < expected; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    last = cudascope::testing::http_get(port, "/metrics").value_or("");
-    kernels = 0;
-    for (const auto& sample : cudascope::testing::parse_exposition(last)) {
-      if (sample.name == "cudascope_kernels_total") kernels += sample.value;
-    }
-  }
+  const double kernels = scrape_until(port, "cudascope_kernels_total", static_cast<double>(expected), last);
   EXPECT_EQ(kernels, static_cast<double>(expected)) << last;
   EXPECT_THAT(last, Not(HasSubstr("cudascope_kernels_estimated_total")));
   EXPECT_THAT(last, Not(HasSubstr("cudascope_kernel_sampling_ratio")));
@@ -163,16 +170,8 @@ TEST(EnvRunTest, MetricsBesideATraceCountHostWaitsFromItsSynchronizeCalls) {
                          dir + "/m.json -- " + demo + " --hold 5 >" + dir + "/run.log 2>&1 &")
                             .c_str()),
             0);
-  double waits = 0;
   std::string last;
-  for (int i = 0; i < 100 && waits < static_cast<double>(calls); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    last = cudascope::testing::http_get(port, "/metrics").value_or("");
-    waits = 0;
-    for (const auto& sample : cudascope::testing::parse_exposition(last)) {
-      if (sample.name == "cudascope_sync_total") waits += sample.value;
-    }
-  }
+  const double waits = scrape_until(port, "cudascope_sync_total", static_cast<double>(calls), last);
   EXPECT_EQ(waits, static_cast<double>(calls)) << last;
   run_shell("pkill -TERM -f 'metrics 127.0.0.1:" + std::to_string(port) + " ' ; sleep 0.5");  // run passes it on
   std::filesystem::remove_all(dir);

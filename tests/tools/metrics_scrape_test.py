@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+from check_support import expect
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, "..", "..", "bench", "journeys", "metrics_scrape_check.py")
 
@@ -30,12 +32,6 @@ def check(cli, trace, *activities):
     return subprocess.run([sys.executable, CHECK, "--addr", addr, "--interval", "0.2", "--trace", trace,
                            "--cudascope", cli, "--", *job],
                           env=dict(os.environ, CUDASCOPE_BACKEND="sim"), capture_output=True, text=True, timeout=120)
-
-
-def expect(condition, what, result):
-    if not condition:
-        print(f"FAILED: {what}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
-        sys.exit(1)
 
 
 def main():

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 
+from check_support import expect
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, "..", "..", "bench", "journeys", "sampling_stress_check.py")
 
@@ -18,12 +20,6 @@ def stress(cli, out, job, *options):
     env = dict(os.environ, CUDASCOPE_BACKEND="sim")
     return subprocess.run([sys.executable, CHECK, "--cli", cli, "--out", out, *options, "--", *job],
                           env=env, capture_output=True, text=True, timeout=240)
-
-
-def expect(condition, what, result):
-    if not condition:
-        print(f"FAILED: {what}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}")
-        sys.exit(1)
 
 
 def main():
