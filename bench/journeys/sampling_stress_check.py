@@ -5,14 +5,15 @@ switched on and off far more often than the sampled default (a WINDOW in every P
 default 5 ms in every 10 ms, 200 switches a second against the default's 2), from CUDA's start
 through the job's first cuBLAS calls and its steps. No run may end other than normally.
 
-Sampling is opt-in because this check fails: CUPTI's own worker thread has died of SIGSEGV in
+Sampling is opt-in because this check has failed: CUPTI's own worker thread died of SIGSEGV in
 such runs on an H100 and an H200 (docs/metrics.md, "Sampled kernel records"). Each run has
 crash_stack.c preloaded, so that a crash leaves the native stack of its faulting thread (named
 by crash_stacks.py) and Python's stacks in OUT/run_N.log. Each run is scraped while it runs,
 and a sampled run must show at least 20 switches a second in its last scrape (a setting the
 recording refused would leave the default's two). --parallel runs several at once on the one
-GPU, for more switches in the same time. With --control N, N more runs record every kernel without switching
-(CUDASCOPE_METRICS_SAMPLING=0): crashes there too would mean the switching is not the cause.
+GPU, for more switches in the same time. With --control N, N more runs record every kernel
+without switching (CUDASCOPE_METRICS_SAMPLING=0): crashes there too would mean the switching is
+not the cause.
 The job should linger a moment after its last step (torch_train.py --linger 1) so that the
 last scrape sees the whole run.
 

@@ -24,15 +24,6 @@ using cudascope::testing::run_shell;
 
 namespace {
 
-std::size_t kernels_in(const std::string& path) {
-  std::ifstream in(path);
-  const auto trace = nlohmann::json::parse(in, nullptr, false);
-  if (trace.is_discarded()) return 0;
-  std::size_t n = 0;
-  for (const auto& e : trace.at("traceEvents")) n += e.value("cat", "") == "kernel" ? 1 : 0;
-  return n;
-}
-
 // The trace's events of category `cat` whose name ends with `suffix` (all of the category for "").
 std::size_t events_in(const std::string& path, const std::string& cat, const std::string& suffix = "") {
   std::ifstream in(path);
@@ -72,7 +63,7 @@ TEST(EnvRunTest, InheritedNoTraceDoesNotTakeRunsTraceAway) {
   const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDASCOPE_NO_TRACE=x " + cli + " run -o " + dir + "/t.json -- " + demo);
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, Not(HasSubstr("no process of the program used CUDA")));
-  EXPECT_GE(kernels_in(dir + "/t.json"), 20u) << result.output;
+  EXPECT_GE(events_in(dir + "/t.json", "kernel"), 20u) << result.output;
   std::filesystem::remove_all(dir);
 }
 
@@ -81,7 +72,7 @@ TEST(EnvRunTest, InheritedDurationAndDelayAreRunsOwn) {
   const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDASCOPE_DURATION=inf CUDASCOPE_DELAY=1e19 " + cli + " run -o " + dir +
                                 "/t.json -- " + demo);
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_GE(kernels_in(dir + "/t.json"), 20u) << "the whole run is recorded: " << result.output;
+  EXPECT_GE(events_in(dir + "/t.json", "kernel"), 20u) << "the whole run is recorded: " << result.output;
   std::filesystem::remove_all(dir);
 }
 
@@ -140,7 +131,7 @@ TEST(EnvRunTest, MetricsOnlyCountsEveryKernelByDefault) {
   const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
   const auto traced = run_shell("CUDASCOPE_BACKEND=sim " + cli + " run -o " + dir + "/t.json -- " + demo);
   ASSERT_EQ(traced.exit_code, 0) << traced.output;
-  const std::size_t expected = kernels_in(dir + "/t.json");
+  const std::size_t expected = events_in(dir + "/t.json", "kernel");
   ASSERT_GT(expected, 0u);
   const int port = cudascope::testing::free_port();
   ASSERT_EQ(std::system(("CUDASCOPE_BACKEND=sim " + cli + " run --metrics 127.0.0.1:" + std::to_string(port) +

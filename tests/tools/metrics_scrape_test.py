@@ -8,25 +8,19 @@ counted each wait twice would fail it.
 
   metrics_scrape_test.py CLI"""
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 
 from check_support import expect
+from sampling_stress_check import free_ports
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, "..", "..", "bench", "journeys", "metrics_scrape_check.py")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def check(cli, trace, *activities):
-    addr = f"127.0.0.1:{free_port()}"
+    addr = f"127.0.0.1:{free_ports(1)[0]}"
     job = [cli, "run", "--metrics", addr, "-o", trace, *activities, "--",
            cli, "demo", "--iterations", "20", "--kernel-ms", "0.1", "--hold", "1.5"]
     return subprocess.run([sys.executable, CHECK, "--addr", addr, "--interval", "0.2", "--trace", trace,

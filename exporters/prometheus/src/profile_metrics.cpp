@@ -9,7 +9,6 @@
 
 #include <array>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
@@ -87,7 +86,7 @@ struct Durations {
 // The host wait a runtime call stands for, typed as CUPTI types its synchronisation record of
 // that call; kUnknown for a call that is not a synchronize.
 profiler::SyncType host_wait_of_call(const char* name) {
-  if (name == nullptr || std::strstr(name, "Synchronize") == nullptr) return profiler::SyncType::kUnknown;
+  if (name == nullptr) return profiler::SyncType::kUnknown;
   const std::string_view call(name);
   if (call.starts_with("cudaStreamSynchronize")) return profiler::SyncType::kStream;
   if (call.starts_with("cudaEventSynchronize")) return profiler::SyncType::kEvent;
