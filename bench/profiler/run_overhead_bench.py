@@ -38,6 +38,14 @@ Run only when --configs names them, to tell where sampled metrics-only's cost co
   mo-nvtx-only      metrics-only with --activities nvtx (CUPTI on, no kind that records work)
   mo-no-windows     metrics-only whose sampled window never opens (window 1 ms every hour)
 
+where the default metrics-only's own cost comes from (every kernel recorded, no sampling):
+
+  mo-exact-kernel      metrics-only with --activities kernel (no copy, memset, NVTX, memory or
+                       overhead records)
+  mo-exact-no-copies   ... kernel,nvtx,allocator,overhead (the default without copy and memset records)
+  mo-exact-no-kernels  ... nvtx,allocator,overhead (what stays on with no work kind: CUPTI, NVTX,
+                       device memory, the server)
+
 and where the default trace's margin over torch CUDA comes from:
 
   trace-with-sync   the default trace with CUPTI's synchronisation records besides (`--activities
@@ -139,6 +147,13 @@ def configs(count_launches):
         Config("mo-nvtx-only", METRICS_ONLY + ["--activities", "nvtx"], scrape=True, diagnostic=True, env=SAMPLED),
         Config("mo-no-windows", METRICS_ONLY, scrape=True, diagnostic=True,
                env={**SAMPLED, "CUDASCOPE_METRICS_SAMPLE_WINDOW": "0.001", "CUDASCOPE_METRICS_SAMPLE_PERIOD": "3600"}),
+        # The exact default, one piece taken out at a time: what kernel records, copy and memset
+        # records, and the rest cost when nothing is sampled.
+        Config("mo-exact-kernel", METRICS_ONLY + ["--activities", "kernel"], scrape=True, diagnostic=True),
+        Config("mo-exact-no-copies", METRICS_ONLY + ["--activities", "kernel,nvtx,allocator,overhead"],
+               scrape=True, diagnostic=True),
+        Config("mo-exact-no-kernels", METRICS_ONLY + ["--activities", "nvtx,allocator,overhead"],
+               scrape=True, diagnostic=True),
         # The default trace with the synchronisation records it leaves out, as torch.profiler's
         # CUDA activity does unless asked (enable_cuda_sync_events): what they cost.
         Config("trace-with-sync", ["-o", "{tmp}/with_sync.json.gz", "--activities", "default,sync"], diagnostic=True),
