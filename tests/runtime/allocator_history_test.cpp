@@ -9,7 +9,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -356,11 +358,12 @@ class FrameWalkTest : public ::testing::Test {
   // The address of word `i` of the last 64 words below the guard page.
   std::uintptr_t at(std::size_t i) const { return reinterpret_cast<std::uintptr_t>(base_ + page_) - 64 * 8 + 8 * i; }
   // A frame record at word `i`: the next record's address, then a return address.
-  void frame(std::size_t i, std::uintptr_t next) {
+  void frame(std::size_t i, std::uintptr_t next, std::uintptr_t return_address) {
     auto* w = reinterpret_cast<std::uintptr_t*>(at(i));
     w[0] = next;
-    w[1] = 0x1000 + i;
+    w[1] = return_address;
   }
+  void frame(std::size_t i, std::uintptr_t next) { frame(i, next, 0x1000 + i); }
   cuda::detail::alloc::FrameWalk walk(std::size_t first, int max_depth = 64) {
     out_.assign(64, nullptr);
     const auto w = cuda::detail::alloc::walk_frame_chain(at(first), at(0), at(64), out_.data(), max_depth);
@@ -371,6 +374,25 @@ class FrameWalkTest : public ::testing::Test {
     std::vector<void*> r;
     for (std::size_t i : frames) r.push_back(reinterpret_cast<void*>(0x1000 + i));
     return r;
+  }
+  std::vector<cuda::detail::alloc::ProvenFrame> prove(std::uintptr_t fp, int max_depth = 64) {
+    std::vector<cuda::detail::alloc::ProvenFrame> proof(64);
+    proof.resize(static_cast<std::size_t>(
+        cuda::detail::alloc::prove_frame_chain(fp, at(0), at(64), proof.data(), max_depth)));
+    return proof;
+  }
+  bool proven(std::uintptr_t fp, const std::vector<cuda::detail::alloc::ProvenFrame>& proof, int max_depth = 64) {
+    return cuda::detail::alloc::frame_chain_proven(fp, at(64), proof, max_depth);
+  }
+  // The frames of the stack a capture starting at `fp` keeps, as the calling thread's walk
+  // cache finds it.
+  std::vector<void*> cached_stack(std::uintptr_t fp) const {
+    const auto frames =
+        cuda::detail::alloc::stack_frames(cuda::detail::alloc::frame_chain_stack_id(fp, at(0), at(64)));
+    return {frames.begin(), frames.end()};
+  }
+  std::uint32_t cached_stack_id(std::uintptr_t fp) const {
+    return cuda::detail::alloc::frame_chain_stack_id(fp, at(0), at(64));
   }
 
   std::size_t page_ = 0;
@@ -440,6 +462,122 @@ TEST_F(FrameWalkTest, EqualChainsHashEquallyAndADifferentFrameChangesTheHash) {
   EXPECT_NE(walk(0).hash, first);
 }
 
+// A walk's proof (prove_frame_chain) holds where walking again would read the same words and
+// end the same way, and only there; a capture's cache answers with the walked stack whenever
+// it does not.
+TEST_F(FrameWalkTest, AProofHoldsForTheChainItWasMadeFrom) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, at(20));
+  frame(20, 0);
+  const auto proof = prove(at(0));
+  ASSERT_EQ(proof.size(), 4u);
+  EXPECT_TRUE(proven(at(0), proof));
+  const std::uint32_t id = cached_stack_id(at(0));
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(cached_stack(at(0)), returns({0, 4, 10, 20}));
+  EXPECT_EQ(cached_stack_id(at(0)), id);
+}
+
+TEST_F(FrameWalkTest, AChangedReturnAddressBreaksTheProofAndTheWalkIsTaken) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, 0);
+  const auto proof = prove(at(0));
+  const std::uint32_t before = cached_stack_id(at(0));
+  frame(10, 0, 0x2000);  // the outermost frame returns elsewhere now
+  EXPECT_FALSE(proven(at(0), proof));
+  EXPECT_NE(cached_stack_id(at(0)), before);
+  EXPECT_EQ(cached_stack(at(0)), (std::vector<void*>{reinterpret_cast<void*>(0x1000), reinterpret_cast<void*>(0x1004),
+                                                     reinterpret_cast<void*>(0x2000)}));
+  frame(10, 0);
+  EXPECT_TRUE(proven(at(0), proof));
+  EXPECT_EQ(cached_stack_id(at(0)), before);
+}
+
+TEST_F(FrameWalkTest, AChangedSavedFramePointerBreaksTheProofAndTheWalkIsTaken) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, at(20));
+  frame(20, 0);
+  const auto proof = prove(at(0));
+  EXPECT_EQ(cached_stack(at(0)), returns({0, 4, 10, 20}));
+  frame(4, at(20));  // now skips the record at 10
+  EXPECT_FALSE(proven(at(0), proof));
+  EXPECT_EQ(cached_stack(at(0)), returns({0, 4, 20}));
+  // The same return addresses at other distances: not the proof's walk, but the same stack.
+  frame(4, at(12));
+  frame(12, at(20), 0x1000 + 10);
+  EXPECT_FALSE(proven(at(0), proof));
+  EXPECT_EQ(cached_stack(at(0)), returns({0, 4, 10, 20}));
+}
+
+TEST_F(FrameWalkTest, AChainThatNowGoesOnBreaksTheProofOfItsEnd) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, at(2));  // leads down: the walk ends here
+  const auto proof = prove(at(0));
+  ASSERT_EQ(proof.size(), 3u);
+  EXPECT_EQ(cached_stack(at(0)), returns({0, 4, 10}));
+  frame(10, at(1));  // another pointer that leads nowhere: the walk would still end here
+  EXPECT_TRUE(proven(at(0), proof));
+  frame(10, at(20));  // now chained
+  frame(20, 0);
+  EXPECT_FALSE(proven(at(0), proof));
+  EXPECT_EQ(cached_stack(at(0)), returns({0, 4, 10, 20}));
+}
+
+TEST_F(FrameWalkTest, AProofHoldsForTheSameChainAtAnotherAddress) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, 0);
+  const auto proof = prove(at(0));
+  frame(30, at(34), 0x1000);  // the same records, 30 words higher
+  frame(34, at(40), 0x1004);
+  frame(40, 0, 0x100a);
+  EXPECT_TRUE(proven(at(30), proof));
+  EXPECT_EQ(cached_stack_id(at(30)), cached_stack_id(at(0)));
+  // The same records 4 bytes off alignment: a walk from there stops at the first record, whose
+  // next pointer is misaligned, so the proof must not hold.
+  const std::uintptr_t off = at(50) + 4;
+  const std::uintptr_t words[] = {off + 32, 0x1000, 0, 0, off + 80, 0x1004, 0, 0, 0, 0, 0, 0x100a};
+  std::memcpy(reinterpret_cast<void*>(off), words, sizeof words);
+  out_.assign(64, nullptr);
+  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(off, at(0), at(64), out_.data(), 64).depth, 1);
+  EXPECT_FALSE(proven(off, proof));
+}
+
+TEST_F(FrameWalkTest, AProofReachingPastTheTopIsNotRead) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, at(20));
+  frame(20, 0);
+  const auto proof = prove(at(0));  // its last record is 20 words above its first
+  // From word 50 the last record would lie in the guard page, from 44 start at the top: reading
+  // either would fault.
+  EXPECT_FALSE(proven(at(50), proof));
+  EXPECT_FALSE(proven(at(44), proof));
+  EXPECT_FALSE(proven(at(63), proof));  // the first record itself would cross the top
+  frame(42, at(46));
+  frame(46, at(52));
+  frame(52, at(62));
+  frame(62, 0);
+  EXPECT_EQ(cached_stack(at(42)), returns({42, 46, 52, 62}));  // the highest such chain still walks
+}
+
+TEST_F(FrameWalkTest, AProofThatRanOutOfDepthHoldsWhateverLiesBeyond) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, 0);
+  const auto proof = prove(at(0), 2);
+  ASSERT_EQ(proof.size(), 2u);
+  frame(10, at(2), 0x2000);  // never read by a walk of depth 2
+  EXPECT_TRUE(proven(at(0), proof, 2));
+  const auto full = prove(at(0));
+  ASSERT_EQ(full.size(), 3u);
+  EXPECT_FALSE(proven(at(0), full, 2));  // a walk that deep stops sooner
+}
+
 // Recursion compiled with frame pointers (this file is, whatever the build's flags; see
 // tests/runtime/CMakeLists.txt), so the walk goes through every level: a stack deeper than
 // the limit keeps its innermost frames.
@@ -462,6 +600,121 @@ TEST_F(AllocatorHistoryTest, AStackDeeperThanTheLimitKeepsItsInnermostFrames) {
   for (std::size_t i = 2; i < entry->frames.size(); ++i) {
     EXPECT_THAT(std::string(entry->frames[i].name), ::testing::HasSubstr("allocate_below")) << "frame " << i;
   }
+}
+
+// Two call sites reach the allocator through one helper at one stack depth: the first frame
+// record kept and its return address (in the helper) are the same for both, and only the
+// next record tells them apart. Each helper call notes its frame's address, to show the depth
+// was the same.
+std::vector<std::uintptr_t> helper_frames;
+__attribute__((noinline)) void* allocate_through_helper(std::size_t size) {
+  helper_frames.push_back(reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)));
+  void* p = cuda::caching_allocator_alloc(size, 0);
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+__attribute__((noinline)) void* first_call_site() {
+  void* p = allocate_through_helper(4096);
+  asm volatile("" : : "r"(p) : "memory");
+  return p;
+}
+__attribute__((noinline)) void* second_call_site() {
+  void* p = allocate_through_helper(4096);
+  asm volatile("" : "+r"(p) : : "memory");
+  return p;
+}
+
+TEST_F(AllocatorHistoryTest, TwoCallSitesAtOneDepthKeepTheirOwnStacks) {
+  cuda::memory::record_memory_history("all", "all", "all", 100);
+  helper_frames.clear();
+  std::vector<void*> first, second;
+  for (int i = 0; i < 3; ++i) {
+    first.push_back(first_call_site());
+    second.push_back(second_call_site());
+  }
+  const auto snap = cuda::memory::memory_snapshot();
+  for (void* p : first) cuda::caching_allocator_delete(p);
+  for (void* p : second) cuda::caching_allocator_delete(p);
+  ASSERT_EQ(helper_frames.size(), 6u);
+  for (std::uintptr_t f : helper_frames) ASSERT_EQ(f, helper_frames[0]) << "the call sites are not at one depth";
+  auto names = [&](void* block) {
+    const auto* entry = find_entry(snap, "alloc", block);
+    std::vector<std::string> out;
+    if (entry != nullptr) {
+      for (const auto& frame : entry->frames) out.emplace_back(frame.name);
+    }
+    return out;
+  };
+  const auto first_names = names(first[0]);
+  const auto second_names = names(second[0]);
+  ASSERT_FALSE(first_names.empty());
+  EXPECT_NE(first_names, second_names);
+  auto mentions = [](const std::vector<std::string>& frames, const std::string& function) {
+    return std::any_of(frames.begin(), frames.end(),
+                       [&](const std::string& name) { return name.find(function) != std::string::npos; });
+  };
+  EXPECT_TRUE(mentions(first_names, "first_call_site"));
+  EXPECT_FALSE(mentions(first_names, "second_call_site"));
+  EXPECT_TRUE(mentions(second_names, "second_call_site"));
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(names(first[i]), first_names) << "allocation " << i;
+    EXPECT_EQ(names(second[i]), second_names) << "allocation " << i;
+  }
+}
+
+// The same with contexts captured directly, three helpers deep (the capture skips the frames
+// of capture_context's caller, as it skips malloc's), so that the first frame kept returns
+// into the outermost helper: each call site keeps one stack id, and the two keep two.
+__attribute__((noinline)) std::uint32_t stack_id_innermost() {
+  const std::uint32_t id = cuda::detail::alloc::capture_context(true).stack;
+  asm volatile("" : : "r"(id) : "memory");
+  return id;
+}
+__attribute__((noinline)) std::uint32_t stack_id_inner() {
+  const std::uint32_t id = stack_id_innermost();
+  asm volatile("" : : "r"(id) : "memory");
+  return id;
+}
+__attribute__((noinline)) std::uint32_t stack_id_through_helpers() {
+  helper_frames.push_back(reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)));
+  const std::uint32_t id = stack_id_inner();
+  asm volatile("" : : "r"(id) : "memory");
+  return id;
+}
+__attribute__((noinline)) std::uint32_t first_stack_id_site() {
+  const std::uint32_t id = stack_id_through_helpers();
+  asm volatile("" : : "r"(id) : "memory");
+  return id;
+}
+__attribute__((noinline)) std::uint32_t second_stack_id_site() {
+  std::uint32_t id = stack_id_through_helpers();
+  asm volatile("" : "+r"(id) : : "memory");
+  return id;
+}
+
+TEST(AllocatorHistoryStackIdTest, ACallSiteKeepsOneStackIdAndTwoAtOneDepthKeepTwo) {
+  helper_frames.clear();
+  std::vector<std::uint32_t> first, second;
+  for (int i = 0; i < 4; ++i) {
+    first.push_back(first_stack_id_site());
+    second.push_back(second_stack_id_site());
+  }
+  ASSERT_EQ(helper_frames.size(), 8u);
+  for (std::uintptr_t f : helper_frames) ASSERT_EQ(f, helper_frames[0]) << "the call sites are not at one depth";
+  ASSERT_NE(first[0], 0u);
+  ASSERT_NE(second[0], 0u);
+  EXPECT_NE(first[0], second[0]);
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(first[i], first[0]) << "call " << i;
+    EXPECT_EQ(second[i], second[0]) << "call " << i;
+  }
+  // Both stacks begin in the outermost helper and part at the next frame.
+  const auto a = cuda::detail::alloc::stack_frames(first[0]);
+  const auto b = cuda::detail::alloc::stack_frames(second[0]);
+  ASSERT_GE(a.size(), 2u);
+  ASSERT_GE(b.size(), 2u);
+  EXPECT_EQ(a[0], b[0]);
+  EXPECT_NE(a[1], b[1]);
 }
 
 // A fiber runs on a stack of its own (here from the heap), outside the bounds the thread's

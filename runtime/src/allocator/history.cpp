@@ -36,11 +36,13 @@ namespace cudascope::cuda::detail::alloc {
 
 namespace {
 
-// The allocator's own frames above the caller's (capture_stack, capture_context,
-// malloc/free, the public entry point) are not kept.
-constexpr int kSkippedFrames = 4;
-constexpr int kMaxFrames = kMaxCallerFrames + kSkippedFrames;
-static_assert(kMaxFrames % 2 == 0, "the walk takes two frames a turn");
+// The allocator's own frame records below the caller's are not kept: capture_stack's,
+// capture_context's and malloc's or free's (their return addresses point into
+// capture_context, malloc/free and the public entry point). A capture follows this many
+// links up from its own record to the first it keeps.
+constexpr int kSkippedFrames = 3;
+static_assert(kMaxCallerFrames % 2 == 0, "the walk keeps an even number of frames");
+constexpr std::uintptr_t kRecordBytes = 2 * sizeof(void*);  // a saved frame pointer, a return address
 // Distinct C++ stacks kept for the process; beyond, contexts lose that part. A program with
 // this many distinct call paths into the allocator is not one we expect.
 constexpr std::size_t kMaxStacks = std::size_t{1} << 20;
@@ -50,14 +52,18 @@ constexpr std::size_t kMaxStacks = std::size_t{1} << 20;
 constexpr std::size_t kMaxNvtxStackBytes = std::size_t{4} << 20;
 
 // What a thread keeps for capturing, in one thread_local (one TLS lookup per capture): its
-// stack bounds, the NVTX stack it interned last, and its recent stacks, two-way
-// set-associative by hash (the more recently used first), so a call site seen before costs a
-// probe and a compare against the table's copy, without a lock. Trivially destructible:
-// captures run during thread_local destruction.
-struct RecentStack {
-  std::uint64_t hash;
-  const std::vector<void*>* frames;
-  std::uint32_t id;
+// stack bounds, the NVTX stack it interned last, and the walks it made recently, each with
+// the proof of its result (history.h), four-way set-associative by the record the walk
+// started from and the return address there (the more recently used first). A call site
+// seen before costs a probe and a check of the proof, without a lock; two call sites whose
+// walks start alike (one helper's call at one depth) take a way each. Trivially
+// destructible: captures run during thread_local destruction.
+struct KnownWalk {
+  std::uintptr_t first_record;  // 0: an empty way (a record is never at address 0)
+  std::uintptr_t return_address;
+  const ProvenFrame* proof;  // the process-wide table's copy, which never moves
+  std::uint32_t depth;
+  std::uint32_t stack_id;
 };
 enum class StackBounds : std::uint8_t { kUnknown, kKnown, kUnavailable };
 struct ThreadCapture {
@@ -68,8 +74,9 @@ struct ThreadCapture {
   // The hash of the NVTX stack the full table refused last: captured again (an allocation
   // after another in one range), it is refused without taking the table's lock.
   std::uint64_t refused_ranges_hash;
-  static constexpr unsigned kSetBits = 7;
-  std::array<std::array<RecentStack, 2>, std::size_t{1} << kSetBits> stacks;
+  static constexpr unsigned kSetBits = 6;
+  using WalkSet = std::array<KnownWalk, 4>;
+  std::array<WalkSet, std::size_t{1} << kSetBits> walks;
 };
 thread_local ThreadCapture thread_capture{};
 
@@ -87,60 +94,78 @@ void find_stack_bounds(ThreadCapture& t) noexcept {
   t.bounds = StackBounds::kKnown;
 }
 
-std::uint64_t mix(std::uint64_t h, const void* p) noexcept {
-  return (h ^ reinterpret_cast<std::uintptr_t>(p)) * 0x100000001b3ULL;
+std::uint64_t mix(std::uint64_t h, std::uint64_t word) noexcept { return (h ^ word) * 0x100000001b3ULL; }
+
+// Whether a frame record's saved pointer leads on to another record: above the last (so at
+// or above the walk's first), aligned, with the whole record at or below `last_record` (the
+// highest a record may start at below the stack top).
+inline bool chained(std::uintptr_t from, std::uintptr_t next, std::uintptr_t last_record) noexcept {
+  return next > from && next <= last_record && next % sizeof(void*) == 0;
 }
 
-// Walks frame pointers, hashing as it goes: about 14 instructions a frame (two loads, the
-// store, the hash and three compares; two frames a turn, so the depth is compared every
-// other frame), where _Unwind_Backtrace and backtrace() take microseconds for a 24-frame
-// stack (allocator_compare times both), so only this fits on the allocation path. Each next
-// frame pointer must lie above the last (so at or above the first), aligned, and leave a
-// whole frame record below the stack top, so a frame compiled without frame pointers ends
-// the walk (or is stepped over) instead of faulting, and the walk ends where the chain does
-// (the outermost frame's saved pointer is null). Those checks hold only on the thread's own
-// stack: on a signal's alternate stack or a fiber's, nothing bounds the walk, so it does not
-// start. It reads other functions' frames, which AddressSanitizer would take for overflows.
-__attribute__((always_inline, no_sanitize("address"))) inline FrameWalk walk_chain(std::uintptr_t fp,
-                                                                                    std::uintptr_t low,
-                                                                                    std::uintptr_t high, void** out,
-                                                                                    int max_depth) noexcept {
-  const std::uintptr_t last = high - 2 * sizeof(void*);  // the highest a frame record may start at
-  if (fp < low || fp > last || max_depth < 2) return {};
-  auto chained = [last](std::uintptr_t from, std::uintptr_t next) {
-    return next > from && next <= last && next % sizeof(void*) == 0;
-  };
-  void** p = out;
-  void** const end = out + (max_depth & ~1);
-  std::uint64_t hash = 0;
-  for (;;) {
-    const auto* frame = reinterpret_cast<const std::uintptr_t*>(fp);
-    p[0] = reinterpret_cast<void*>(frame[1]);
-    hash = mix(hash, p[0]);
-    std::uintptr_t next = frame[0];
-    if (!chained(fp, next)) {
-      p += 1;
-      break;
-    }
-    fp = next;
-    frame = reinterpret_cast<const std::uintptr_t*>(fp);
-    p[1] = reinterpret_cast<void*>(frame[1]);
-    hash = mix(hash, p[1]);
-    p += 2;
-    next = frame[0];
-    if (p == end || !chained(fp, next)) break;
+// Walks frame pointers, handing each record read to keep(index, next pointer, return
+// address); returns how many. The checks on each next pointer make a frame compiled without
+// frame pointers end the walk (or be stepped over) instead of faulting, and the walk end
+// where the chain does (the outermost frame's saved pointer is null). They hold only on the
+// thread's own stack: on a signal's alternate stack or a fiber's, nothing bounds the walk, so
+// it does not start. About 14 instructions a frame, each load waiting on the one before, where
+// _Unwind_Backtrace and backtrace() take microseconds for a 24-frame stack (allocator_compare
+// times both); a capture walks only when its cache has no proof that holds (below). It reads
+// other functions' frames, which AddressSanitizer would take for overflows.
+template <typename Keep>
+__attribute__((always_inline, no_sanitize("address"))) inline int walk_chain(std::uintptr_t fp, std::uintptr_t low,
+                                                                              std::uintptr_t high, int max_depth,
+                                                                              Keep keep) noexcept {
+  const std::uintptr_t last = high - kRecordBytes;
+  max_depth &= ~1;
+  if (fp < low || fp > last || max_depth < 2) return 0;
+  for (int depth = 0;;) {
+    const auto* record = reinterpret_cast<const std::uintptr_t*>(fp);
+    const std::uintptr_t next = record[0];
+    keep(depth, next, record[1]);
+    if (++depth == max_depth || !chained(fp, next, last)) return depth;
     fp = next;
   }
-  return {static_cast<int>(p - out), hash};
 }
 
-// From the walk's own frame: its return address is the capture's.
-__attribute__((noinline, no_sanitize("address"))) FrameWalk walk_frames(void** out, int max_depth,
-                                                                         std::uintptr_t low, std::uintptr_t high) {
-  return walk_chain(reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)), low, high, out, max_depth);
+// A frame record loaded as one 16-byte vector (may_alias: the stack's words were written as
+// anything), and a proof's entry, which is aligned.
+using RecordWords = std::uint64_t __attribute__((vector_size(16), aligned(8), may_alias));
+using ProofWords = std::uint64_t __attribute__((vector_size(16), may_alias));
+static_assert(alignof(ProvenFrame) == alignof(ProofWords) && sizeof(ProvenFrame) == sizeof(ProofWords));
+
+// frame_chain_proven (history.h) for a proof of `depth` records (1 to max_depth, even), made
+// by walk_chain. Every load's address comes from the proof, not from the stack, so none waits
+// on another, and a record costs two vector operations: the walk's checks need not be made
+// again, since the records the proof chains are the ones the walk chained, at the same
+// distances.
+__attribute__((always_inline, no_sanitize("address"))) inline bool proof_holds(std::uintptr_t fp, std::uintptr_t high,
+                                                                                const ProvenFrame* proof, int depth,
+                                                                                int max_depth) noexcept {
+  const std::uintptr_t last = high - kRecordBytes;
+  // The walk's records lie ever higher, so the last is the farthest from fp. Where it is
+  // below the top and aligned, so is every other record the proof chains to.
+  const std::uint64_t reach = depth > 1 ? proof[depth - 2].next_offset : 0;
+  if (fp > last || reach > last - fp || (fp + reach) % sizeof(void*) != 0) return false;
+  const auto* expected = reinterpret_cast<const ProofWords*>(proof);
+  auto read = [fp](std::uint64_t offset) { return *reinterpret_cast<const RecordWords*>(fp + offset); };
+  const RecordWords first = {fp, 0};  // saved pointers are compared as offsets from fp
+  RecordWords differ = {0, 0};
+  std::uint64_t offset = 0;
+#pragma GCC unroll 2
+  for (int i = 0; i + 1 < depth; ++i) {
+    differ |= (read(offset) - first) ^ expected[i];
+    offset = proof[i].next_offset;
+  }
+  // The walk stopped at the last record for want of depth, or because the next pointer there
+  // led nowhere: whatever that pointer holds now must lead nowhere still.
+  const auto* record = reinterpret_cast<const std::uintptr_t*>(fp + offset);
+  const bool ends_there = depth == max_depth || !chained(fp + offset, record[0], last);
+  return ends_there && record[1] == proof[depth - 1].return_address && (differ[0] | differ[1]) == 0;
 }
 
 std::size_t bytes_of(const std::vector<void*>& frames) noexcept { return frames.size() * sizeof(void*); }
+std::size_t bytes_of(const std::vector<ProvenFrame>& proof) noexcept { return proof.size() * sizeof(ProvenFrame); }
 std::size_t bytes_of(const std::vector<std::string>& ranges) noexcept {
   std::size_t bytes = ranges.size() * sizeof(std::string);
   for (const auto& range : ranges) bytes += range.size();
@@ -219,25 +244,79 @@ InternTable<std::vector<std::string>>& nvtx_stacks() {
   return *table;
 }
 
-// `hash` covers the allocator's own frames too (the walk hashes as it goes): the same kept
-// stack reached through malloc and through free may be stored twice, which costs a copy.
-std::uint32_t stack_id(ThreadCapture& t, std::span<void* const> frames, std::uint64_t hash) {
-  // The multiply leaves the hash's high bits the best mixed.
-  auto& set = t.stacks[hash >> (64 - ThreadCapture::kSetBits)];
-  for (std::size_t way = 0; way < set.size(); ++way) {
-    RecentStack& slot = set[way];
-    if (slot.frames != nullptr && slot.hash == hash &&
-        std::equal(frames.begin(), frames.end(), slot.frames->begin(), slot.frames->end())) {
-      if (way != 0) std::swap(set[0], set[way]);
-      return set[0].id;
-    }
-  }
-  const auto [id, stored] = stacks().intern(frames, hash);
-  if (id != 0) {
-    set[1] = set[0];
-    set[0] = {hash, stored, id};
+// The proofs of the walks that found kept stacks, relative to the walk's first record, so
+// that threads and stack depths share them: about one per stack, more where a stack's frames
+// can lie at other distances (a frame that grows with alloca). Never destroyed, as stacks().
+InternTable<std::vector<ProvenFrame>>& walk_proofs() {
+  static auto* table =
+      new InternTable<std::vector<ProvenFrame>>(kMaxStacks, std::numeric_limits<std::size_t>::max());
+  return *table;
+}
+
+ThreadCapture::WalkSet& walk_set(ThreadCapture& t, std::uintptr_t first_record, std::uintptr_t return_address) {
+  // The multiply leaves the high bits the best mixed.
+  return t.walks[((first_record >> 4) ^ return_address) * 0x9e3779b97f4a7c15ULL >> (64 - ThreadCapture::kSetBits)];
+}
+
+// A walk the thread's cache has no proof for that holds: walked, its stack interned and its
+// proof kept (the table's copy) in place of the set's least recently used.
+CUDASCOPE_NOIPA __attribute__((no_sanitize("address"))) std::uint32_t walk_and_remember(ThreadCapture& t,
+                                                                                        std::uintptr_t first_record,
+                                                                                        std::uintptr_t low,
+                                                                                        std::uintptr_t high) noexcept {
+  void* frames[kMaxCallerFrames];
+  ProvenFrame proof[kMaxCallerFrames];
+  std::uint64_t frames_hash = 0;
+  const int depth = walk_chain(first_record, low, high, kMaxCallerFrames,
+                               [&](int i, std::uintptr_t next, std::uintptr_t return_address) {
+                                 frames[i] = reinterpret_cast<void*>(return_address);
+                                 proof[i] = {next - first_record, return_address};
+                                 frames_hash = mix(frames_hash, return_address);
+                               });
+  if (depth == 0) return 0;
+  proof[depth - 1].next_offset = 0;  // where the chain ended, or the depth ran out
+  std::uint64_t proof_hash = frames_hash;
+  for (int i = 0; i < depth; ++i) proof_hash = mix(proof_hash, proof[i].next_offset);
+  const auto [id, stored] = stacks().intern(std::span<void* const>(frames, depth), frames_hash);
+  if (id == 0) return 0;
+  const auto [proof_id, stored_proof] = walk_proofs().intern(std::span<const ProvenFrame>(proof, depth), proof_hash);
+  if (stored_proof != nullptr) {
+    ThreadCapture::WalkSet& set = walk_set(t, first_record, proof[0].return_address);
+    std::move_backward(set.begin(), set.end() - 1, set.end());
+    set[0] = {first_record, proof[0].return_address, stored_proof->data(), static_cast<std::uint32_t>(depth), id};
   }
   return id;
+}
+
+// The id of the stack the walk from `first_record` (in [low, high)) finds: the cached
+// walk's, where its proof holds, else a fresh walk's.
+__attribute__((always_inline, no_sanitize("address"))) inline std::uint32_t known_stack_id(
+    ThreadCapture& t, std::uintptr_t first_record, std::uintptr_t low, std::uintptr_t high) noexcept {
+  const std::uintptr_t return_address = reinterpret_cast<const std::uintptr_t*>(first_record)[1];
+  ThreadCapture::WalkSet& set = walk_set(t, first_record, return_address);
+  for (std::size_t way = 0; way < set.size(); ++way) {
+    const KnownWalk& known = set[way];
+    if (known.first_record == first_record && known.return_address == return_address &&
+        proof_holds(first_record, high, known.proof, static_cast<int>(known.depth), kMaxCallerFrames)) {
+      if (way != 0) std::rotate(set.begin(), set.begin() + way, set.begin() + way + 1);
+      return set[0].stack_id;
+    }
+  }
+  return walk_and_remember(t, first_record, low, high);
+}
+
+// Where the caller's frames start: kSkippedFrames links up from `own`, or `own` itself where
+// the chain ends before (then the stack is the allocator's own frames, all kept).
+__attribute__((always_inline, no_sanitize("address"))) inline std::uintptr_t first_kept_record(
+    std::uintptr_t own, std::uintptr_t high) noexcept {
+  std::uintptr_t record = own;
+#pragma GCC unroll 4
+  for (int i = 0; i < kSkippedFrames; ++i) {
+    const std::uintptr_t next = *reinterpret_cast<const std::uintptr_t*>(record);
+    if (!chained(record, next, high - kRecordBytes)) return own;
+    record = next;
+  }
+  return record;
 }
 
 // A thread with NVTX ranges open: its stack changes far less often than it allocates, so
@@ -272,15 +351,18 @@ std::uint32_t nvtx_id(ThreadCapture& t) {
 }  // namespace
 
 namespace {
-// Out of line, so the NVTX-only capture does not set up the frame buffer.
-CUDASCOPE_NOIPA std::uint32_t capture_stack(ThreadCapture& t) {
+// Out of line, so the NVTX-only capture does not touch the walk cache; the allocator's
+// frames start at this function's own record.
+CUDASCOPE_NOIPA __attribute__((no_sanitize("address"))) std::uint32_t capture_stack(ThreadCapture& t) {
   if (t.bounds == StackBounds::kUnknown) [[unlikely]] find_stack_bounds(t);
   if (t.bounds != StackBounds::kKnown) return 0;
-  void* buffer[kMaxFrames];
-  const FrameWalk walk = walk_frames(buffer, kMaxFrames, t.stack_base, t.stack_top);
-  // Too short to hold the allocator's own frames: keep them all.
-  const int skip = walk.depth > kSkippedFrames ? kSkippedFrames : 0;
-  return walk.depth > 0 ? stack_id(t, std::span<void* const>(buffer + skip, buffer + walk.depth), walk.hash) : 0;
+  const auto own = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  // Off the thread's own stack (a signal's alternate stack, a fiber's) nothing bounds a walk.
+  if (own < t.stack_base || own > t.stack_top - kRecordBytes) return 0;
+  std::uint32_t id = known_stack_id(t, first_kept_record(own, t.stack_top), t.stack_base, t.stack_top);
+  // Not a tail call: the walk on a miss may start at this frame's record, which a tail call pops.
+  asm volatile("" : "+r"(id));
+  return id;
 }
 }  // namespace
 
@@ -292,9 +374,39 @@ ContextPtr capture_context(bool cpp_stacks) noexcept {
   return context;
 }
 
-FrameWalk walk_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high, void** out,
-                           int max_depth) noexcept {
-  return walk_chain(fp, low, high, out, max_depth);
+__attribute__((no_sanitize("address"))) FrameWalk walk_frame_chain(std::uintptr_t fp, std::uintptr_t low,
+                                                                   std::uintptr_t high, void** out,
+                                                                   int max_depth) noexcept {
+  FrameWalk walk;
+  walk.depth = walk_chain(fp, low, high, max_depth, [&](int i, std::uintptr_t, std::uintptr_t return_address) {
+    out[i] = reinterpret_cast<void*>(return_address);
+    walk.hash = mix(walk.hash, return_address);
+  });
+  return walk;
+}
+
+__attribute__((no_sanitize("address"))) int prove_frame_chain(std::uintptr_t fp, std::uintptr_t low,
+                                                              std::uintptr_t high, ProvenFrame* out,
+                                                              int max_depth) noexcept {
+  const int depth = walk_chain(fp, low, high, max_depth, [&](int i, std::uintptr_t next, std::uintptr_t return_address) {
+    out[i] = {next - fp, return_address};
+  });
+  if (depth > 0) out[depth - 1].next_offset = 0;
+  return depth;
+}
+
+__attribute__((no_sanitize("address"))) bool frame_chain_proven(std::uintptr_t fp, std::uintptr_t high,
+                                                                std::span<const ProvenFrame> proof,
+                                                                int max_depth) noexcept {
+  max_depth &= ~1;  // as the walk takes it
+  if (proof.empty() || proof.size() > static_cast<std::size_t>(std::max(max_depth, 0))) return false;
+  return proof_holds(fp, high, proof.data(), static_cast<int>(proof.size()), max_depth);
+}
+
+__attribute__((no_sanitize("address"))) std::uint32_t frame_chain_stack_id(std::uintptr_t fp, std::uintptr_t low,
+                                                                           std::uintptr_t high) noexcept {
+  if (fp < low || fp > high - kRecordBytes) return 0;
+  return known_stack_id(thread_capture, fp, low, high);
 }
 
 ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept {

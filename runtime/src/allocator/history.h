@@ -2,7 +2,8 @@
 // Allocation history: what record_memory_history keeps. A context is captured on the
 // allocation path as the calling thread's raw return addresses and its NVTX range stack,
 // both interned in process-wide, bounded tables: a context is two ids, and a call site seen before
-// costs a frame walk, a hash and a probe of a per-thread cache (no lock, no allocation).
+// costs a probe of a per-thread cache and a check that the frames it remembers are still on
+// the stack (no lock, no allocation).
 // Frames are symbolised only when a snapshot is taken. The TraceBuffer is the ring buffer
 // of actions (PyTorch's TraceEntryRingBuffer): fixed-size records, allocated when
 // recording starts. Thread-safety: capture_context and the tables are thread-safe (the
@@ -53,8 +54,8 @@ ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept
 // frame pointer, then return address) up the chain while each next record lies above the
 // last, aligned, with the whole record below `high`; nothing is read outside [fp, high), and
 // nothing when `fp` is not in [low, high). Writes at most `max_depth` (even) return
-// addresses, innermost first. `hash` is of the addresses written. A capture walks from its
-// own frame; tests feed it fabricated chains.
+// addresses, innermost first. `hash` is of the addresses written. Tests feed it fabricated
+// chains.
 struct FrameWalk {
   int depth = 0;
   std::uint64_t hash = 0;
@@ -64,6 +65,33 @@ FrameWalk walk_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t
 // A kept C++ stack has at most this many of the caller's frames (the allocator's own are
 // not kept), innermost first.
 inline constexpr int kMaxCallerFrames = 60;
+
+// What a walk read, which is all its result depends on: per frame record, innermost first,
+// the offset of the next record from the walk's first and the return address. The last
+// record's offset is 0: there the chain ended (its next pointer failed the walk's test) or
+// the depth ran out. A capture keeps the proof of each walk it makes; walking again from a
+// record holding the same first return address, it checks the proof's words against the
+// stack instead: independent loads at known offsets, where the walk is a chain of dependent
+// ones, and the same code path at another stack depth or on another thread still matches.
+struct alignas(16) ProvenFrame {  // aligned: checked as one 16-byte vector
+  std::uint64_t next_offset;
+  std::uint64_t return_address;
+  friend bool operator==(const ProvenFrame&, const ProvenFrame&) = default;
+};
+// walk_frame_chain's walk from `fp`, written to `out` as its proof; returns its depth.
+int prove_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high, ProvenFrame* out,
+                      int max_depth) noexcept;
+// Whether walk_frame_chain(fp, low, high, ..., max_depth), for `fp` in [low, high), would
+// read every word of `proof` (one prove_frame_chain made, from any address) and end where it
+// did: then it would return the proof's addresses. Reads only [fp, high), and nothing at
+// all where the proof's records would reach past `high`.
+bool frame_chain_proven(std::uintptr_t fp, std::uintptr_t high, std::span<const ProvenFrame> proof,
+                        int max_depth) noexcept;
+// The id of the stack walk_frame_chain(fp, low, high, ..., kMaxCallerFrames) returns, as a
+// capture finds it: through the calling thread's cache of proven walks, walking and
+// interning on a miss. 0 where `fp` is not in [low, high) or the stack table is full. Tests
+// feed it fabricated chains.
+std::uint32_t frame_chain_stack_id(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high) noexcept;
 
 // Distinct NVTX range stacks kept for the process (and at most 4 MiB of their names). What
 // they cost: each is a copy of its range names, kept for the life of the process; a
