@@ -1,5 +1,6 @@
 // Context capture (raw frames, interned, now) and symbolisation (at snapshot time).
 #include "history.h"
+#include "nvtx_ranges.h"
 #include "util/elf_symbols.h"
 
 #include <cudascope/cuda/nvtx.h>
@@ -344,6 +345,8 @@ CUDASCOPE_NOIPA std::uint32_t nvtx_id_of_open_ranges(ThreadCapture& t,
 // from a later thread_local destructor, or from static destructors at exit) range_stack()
 // hands back an empty one, and the context has no NVTX part.
 std::uint32_t nvtx_id(ThreadCapture& t) {
+  // Until some thread pushes a range none has one open: no call, no TLS access for the stack.
+  if (!nvtx::detail::ranges_ever_pushed()) return 0;
   const std::vector<std::string>& ranges = nvtx::range_stack();
   return ranges.empty() ? 0 : nvtx_id_of_open_ranges(t, ranges);
 }
