@@ -247,10 +247,12 @@ InternTable<std::vector<std::string>>& nvtx_stacks() {
 
 // The proofs of the walks that found kept stacks, relative to the walk's first record, so
 // that threads and stack depths share them: about one per stack, more where a stack's frames
-// can lie at other distances (a frame that grows with alloca). Never destroyed, as stacks().
+// can lie at other distances (a frame that grows with alloca). Bounded in bytes as well: a
+// proof the full table refuses is not cached, and its call site walks every time. Never
+// destroyed, as stacks().
+constexpr std::size_t kMaxWalkProofBytes = std::size_t{64} << 20;
 InternTable<std::vector<ProvenFrame>>& walk_proofs() {
-  static auto* table =
-      new InternTable<std::vector<ProvenFrame>>(kMaxStacks, std::numeric_limits<std::size_t>::max());
+  static auto* table = new InternTable<std::vector<ProvenFrame>>(kMaxStacks, kMaxWalkProofBytes);
   return *table;
 }
 
