@@ -139,8 +139,10 @@ namespace memory {
 // failure carries the actions that led to it (per allocator operation with no NVTX range
 // open, in instructions: 1.04x in a process that never pushed a range, 1.08x in one that did;
 // an operation under open ranges also records them, not measured apart; 1.13-1.18x
-// wall-clock before the first of those figures; see bench/results/allocator.md).
-// CUDASCOPE_OOM_HISTORY=stacks records C++ stacks as well ("all", "all", "all": 1.6-1.8x),
+// wall-clock before the first of those figures; 1.09-1.13x wall-clock on the cuda backend
+// of the H100 and H200 machines; see bench/results/allocator.md).
+// CUDASCOPE_OOM_HISTORY=stacks records C++ stacks as well ("all", "all", "all": 1.43-1.49x
+// in instructions, 1.21-1.27x wall-clock on those machines),
 // CUDASCOPE_OOM_HISTORY=off (or 0, false, no) records nothing, and so does a value not
 // understood, which is named on stderr; on, 1, true, yes and events keep the default. NVTX
 // range stacks are kept for up to 4096 distinct ones; beyond, new stacks are recorded without
