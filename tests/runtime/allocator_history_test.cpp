@@ -537,14 +537,15 @@ TEST_F(FrameWalkTest, AProofHoldsForTheSameChainAtAnotherAddress) {
   frame(40, 0, 0x100a);
   EXPECT_TRUE(proven(at(30), proof));
   EXPECT_EQ(cached_stack_id(at(30)), cached_stack_id(at(0)));
-  // The same records 4 bytes off alignment: a walk from there stops at the first record, whose
-  // next pointer is misaligned, so the proof must not hold.
+  // The same records 4 bytes off alignment: no frame record starts there, so a walk from there
+  // reads nothing and the proof must not hold.
   const std::uintptr_t off = at(50) + 4;
   const std::uintptr_t words[] = {off + 32, 0x1000, 0, 0, off + 80, 0x1004, 0, 0, 0, 0, 0, 0x100a};
   std::memcpy(reinterpret_cast<void*>(off), words, sizeof words);
   out_.assign(64, nullptr);
-  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(off, at(0), at(64), out_.data(), 64).depth, 1);
+  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(off, at(0), at(64), out_.data(), 64).depth, 0);
   EXPECT_FALSE(proven(off, proof));
+  EXPECT_EQ(cuda::detail::alloc::frame_chain_stack_id(off, at(0), at(64)), 0u);
 }
 
 TEST_F(FrameWalkTest, AProofReachingPastTheTopIsNotRead) {

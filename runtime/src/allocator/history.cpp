@@ -119,7 +119,7 @@ __attribute__((always_inline, no_sanitize("address"))) inline int walk_chain(std
                                                                               Keep keep) noexcept {
   const std::uintptr_t last = high - kRecordBytes;
   max_depth &= ~1;
-  if (fp < low || fp > last || max_depth < 2) return 0;
+  if (fp < low || fp > last || fp % sizeof(void*) != 0 || max_depth < 2) return 0;
   for (int depth = 0;;) {
     const auto* record = reinterpret_cast<const std::uintptr_t*>(fp);
     const std::uintptr_t next = record[0];
@@ -410,7 +410,7 @@ __attribute__((no_sanitize("address"))) bool frame_chain_proven(std::uintptr_t f
 
 __attribute__((no_sanitize("address"))) std::uint32_t frame_chain_stack_id(std::uintptr_t fp, std::uintptr_t low,
                                                                            std::uintptr_t high) noexcept {
-  if (fp < low || fp > high - kRecordBytes) return 0;
+  if (fp < low || fp > high - kRecordBytes || fp % sizeof(void*) != 0) return 0;
   return known_stack_id(thread_capture, fp, low, high);
 }
 

@@ -53,9 +53,9 @@ ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept
 // The frame-pointer walk a C++ stack capture makes, from the frame record at `fp` (saved
 // frame pointer, then return address) up the chain while each next record lies above the
 // last, aligned, with the whole record below `high`; nothing is read outside [fp, high), and
-// nothing when `fp` is not in [low, high). Writes at most `max_depth` (even) return
-// addresses, innermost first. `hash` is of the addresses written. Tests feed it fabricated
-// chains.
+// nothing when `fp` is not an aligned address in [low, high). Writes at most `max_depth`
+// (even) return addresses, innermost first. `hash` is of the addresses written. Tests feed
+// it fabricated chains.
 struct FrameWalk {
   int depth = 0;
   std::uint64_t hash = 0;
@@ -89,8 +89,8 @@ bool frame_chain_proven(std::uintptr_t fp, std::uintptr_t high, std::span<const 
                         int max_depth) noexcept;
 // The id of the stack walk_frame_chain(fp, low, high, ..., kMaxCallerFrames) returns, as a
 // capture finds it: through the calling thread's cache of proven walks, walking and
-// interning on a miss. 0 where `fp` is not in [low, high) or the stack table is full. Tests
-// feed it fabricated chains.
+// interning on a miss. 0 where `fp` is not an aligned address in [low, high) or the stack
+// table is full. Tests feed it fabricated chains.
 std::uint32_t frame_chain_stack_id(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high) noexcept;
 
 // Distinct NVTX range stacks kept for the process (and at most 4 MiB of their names). What
