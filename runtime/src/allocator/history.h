@@ -185,12 +185,19 @@ class TraceClock {
 class TraceBuffer {
  public:
   static constexpr std::size_t kReserved = std::size_t{1} << 20;
+  static constexpr std::size_t kPrefetchAhead = 8;  // records: 320 bytes, five lines
   // Keeps the newest records that fit.
   void set_max_entries(std::size_t n) noexcept;
   void insert(const TraceRecord& record) noexcept { slot() = record; }
   // The slot the next record goes to.
   TraceRecord& slot() noexcept {
-    if (cursor_ != limit_) [[likely]] return *cursor_++;
+    if (cursor_ != limit_) [[likely]] {
+      // A ring of 100,000 records is larger than the caches: the line a few records ahead is
+      // asked for now, so the store that fills it later does not wait for it. (Past the
+      // storage's end a prefetch reads nothing and cannot fault.)
+      __builtin_prefetch(cursor_ + kPrefetchAhead, 1, 3);
+      return *cursor_++;
+    }
     return slot_at_limit();
   }
   // Drops the records and their storage (recording stopped).
