@@ -364,11 +364,12 @@ class FrameWalkTest : public ::testing::Test {
     w[1] = return_address;
   }
   void frame(std::size_t i, std::uintptr_t next) { frame(i, next, 0x1000 + i); }
-  cuda::detail::alloc::FrameWalk walk(std::size_t first, int max_depth = 64) {
+  // The walk's depth; its return addresses in out_.
+  int walk(std::size_t first, int max_depth = 64) {
     out_.assign(64, nullptr);
-    const auto w = cuda::detail::alloc::walk_frame_chain(at(first), at(0), at(64), out_.data(), max_depth);
-    out_.resize(static_cast<std::size_t>(w.depth));
-    return w;
+    const int depth = cuda::detail::alloc::walk_frame_chain(at(first), at(0), at(64), out_.data(), max_depth);
+    out_.resize(static_cast<std::size_t>(depth));
+    return depth;
   }
   std::vector<void*> returns(std::initializer_list<std::size_t> frames) const {
     std::vector<void*> r;
@@ -405,7 +406,7 @@ TEST_F(FrameWalkTest, FollowsTheChainToTheOutermostFrame) {
   frame(4, at(10));
   frame(10, at(20));
   frame(20, 0);  // the outermost frame's saved pointer
-  EXPECT_EQ(walk(0).depth, 4);
+  EXPECT_EQ(walk(0), 4);
   EXPECT_EQ(out_, returns({0, 4, 10, 20}));
 }
 
@@ -440,26 +441,17 @@ TEST_F(FrameWalkTest, NeverReadsARecordCrossingTheTopOrBeyondIt) {
 TEST_F(FrameWalkTest, DoesNotStartOutsideItsBounds) {
   frame(0, at(4));
   out_.assign(4, nullptr);
-  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(at(0), at(2), at(64), out_.data(), 4).depth, 0);
-  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(at(63), at(0), at(64), out_.data(), 4).depth, 0);
+  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(at(0), at(2), at(64), out_.data(), 4), 0);
+  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(at(63), at(0), at(64), out_.data(), 4), 0);
 }
 
-TEST_F(FrameWalkTest, KeepsAtMostAnEvenMaximumOfFrames) {
+TEST_F(FrameWalkTest, KeepsAtMostTheMaximumOfFrames) {
   for (std::size_t i = 0; i < 60; i += 2) frame(i, at(i + 2));
   frame(60, 0);
-  EXPECT_EQ(walk(0, 10).depth, 10);
+  EXPECT_EQ(walk(0, 10), 10);
   EXPECT_EQ(out_, returns({0, 2, 4, 6, 8, 10, 12, 14, 16, 18}));
-  EXPECT_EQ(walk(0, 7).depth, 6);
-  EXPECT_EQ(walk(0).depth, 31);
-}
-
-TEST_F(FrameWalkTest, EqualChainsHashEquallyAndADifferentFrameChangesTheHash) {
-  frame(0, at(4));
-  frame(4, 0);
-  const std::uint64_t first = walk(0).hash;
-  EXPECT_EQ(walk(0).hash, first);
-  reinterpret_cast<std::uintptr_t*>(at(4))[1] = 0x2000;
-  EXPECT_NE(walk(0).hash, first);
+  EXPECT_EQ(walk(0, 7), 7);
+  EXPECT_EQ(walk(0), 31);
 }
 
 // A walk's proof (prove_frame_chain) holds where walking again would read the same words and
@@ -543,7 +535,7 @@ TEST_F(FrameWalkTest, AProofHoldsForTheSameChainAtAnotherAddress) {
   const std::uintptr_t words[] = {off + 32, 0x1000, 0, 0, off + 80, 0x1004, 0, 0, 0, 0, 0, 0x100a};
   std::memcpy(reinterpret_cast<void*>(off), words, sizeof words);
   out_.assign(64, nullptr);
-  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(off, at(0), at(64), out_.data(), 64).depth, 0);
+  EXPECT_EQ(cuda::detail::alloc::walk_frame_chain(off, at(0), at(64), out_.data(), 64), 0);
   EXPECT_FALSE(proven(off, proof));
   EXPECT_EQ(cuda::detail::alloc::frame_chain_stack_id(off, at(0), at(64)), 0u);
 }
@@ -559,11 +551,70 @@ TEST_F(FrameWalkTest, AProofReachingPastTheTopIsNotRead) {
   EXPECT_FALSE(proven(at(50), proof));
   EXPECT_FALSE(proven(at(44), proof));
   EXPECT_FALSE(proven(at(63), proof));  // the first record itself would cross the top
-  frame(42, at(46));
-  frame(46, at(52));
-  frame(52, at(62));
-  frame(62, 0);
-  EXPECT_EQ(cached_stack(at(42)), returns({42, 46, 52, 62}));  // the highest such chain still walks
+  // The highest place the proof fits: its last record ends at the top, and it holds there.
+  frame(42, at(46), 0x1000);
+  frame(46, at(52), 0x1004);
+  frame(52, at(62), 0x100a);
+  frame(62, 0, 0x1014);
+  EXPECT_TRUE(proven(at(42), proof));
+  EXPECT_EQ(cached_stack_id(at(42)), cached_stack_id(at(0)));
+}
+
+TEST_F(FrameWalkTest, AProofOfOneRecordChecksItsReturnAddressAndItsEnd) {
+  frame(0, 0);
+  const auto proof = prove(at(0));
+  ASSERT_EQ(proof.size(), 1u);
+  EXPECT_TRUE(proven(at(0), proof));
+  frame(0, 0, 0x2000);
+  EXPECT_FALSE(proven(at(0), proof));
+  frame(0, at(4));  // the old return address, but the chain goes on now
+  frame(4, 0);
+  EXPECT_FALSE(proven(at(0), proof));
+}
+
+TEST_F(FrameWalkTest, RecordsAtOddWordsAreCheckedWithUnalignedLoads) {
+  // at(1) is 8 bytes past a 16-byte boundary: records there are aligned as frame records
+  // are, not as a 16-byte vector.
+  ASSERT_EQ(at(1) % 16, 8u);
+  frame(1, at(5));
+  frame(5, at(11));
+  frame(11, 0);
+  const auto proof = prove(at(1));
+  ASSERT_EQ(proof.size(), 3u);
+  EXPECT_TRUE(proven(at(1), proof));
+  const std::uint32_t id = cached_stack_id(at(1));
+  EXPECT_EQ(cached_stack_id(at(1)), id);
+  EXPECT_EQ(cached_stack(at(1)), returns({1, 5, 11}));
+}
+
+TEST_F(FrameWalkTest, ARepeatedCaptureIsAnsweredByItsProofWithoutWalking) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, 0);
+  const std::uint64_t before = cuda::detail::alloc::frame_chain_walks();
+  const std::uint32_t id = cached_stack_id(at(0));
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(cuda::detail::alloc::frame_chain_walks(), before + 1);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cached_stack_id(at(0)), id);
+  EXPECT_EQ(cuda::detail::alloc::frame_chain_walks(), before + 1);
+  frame(4, at(10), 0x2000);  // a changed frame: walked again
+  EXPECT_NE(cached_stack_id(at(0)), id);
+  EXPECT_EQ(cuda::detail::alloc::frame_chain_walks(), before + 2);
+}
+
+TEST_F(FrameWalkTest, AProofNotShapedAsAWalksIsNotRead) {
+  frame(0, at(4));
+  frame(4, at(10));
+  frame(10, 0);
+  auto proof = prove(at(0));
+  ASSERT_EQ(proof.size(), 3u);
+  auto falling = proof;
+  std::swap(falling[0].next_offset, falling[1].next_offset);  // the second record below the first
+  EXPECT_FALSE(proven(at(0), falling));
+  auto open_ended = proof;
+  open_ended.back().next_offset = 8 * 60;  // a last record that leads on
+  EXPECT_FALSE(proven(at(0), open_ended));
+  EXPECT_TRUE(proven(at(0), proof));
 }
 
 TEST_F(FrameWalkTest, AProofThatRanOutOfDepthHoldsWhateverLiesBeyond) {

@@ -42,7 +42,6 @@ namespace {
 // capture_context, malloc/free and the public entry point). A capture follows this many
 // links up from its own record to the first it keeps.
 constexpr int kSkippedFrames = 3;
-static_assert(kMaxCallerFrames % 2 == 0, "the walk keeps an even number of frames");
 constexpr std::uintptr_t kRecordBytes = 2 * sizeof(void*);  // a saved frame pointer, a return address
 // Distinct C++ stacks kept for the process; beyond, contexts lose that part. A program with
 // this many distinct call paths into the allocator is not one we expect.
@@ -78,7 +77,9 @@ struct ThreadCapture {
   static constexpr unsigned kSetBits = 6;
   using WalkSet = std::array<KnownWalk, 4>;
   std::array<WalkSet, std::size_t{1} << kSetBits> walks;
+  std::uint64_t walks_taken;  // captures the cache could not answer (frame_chain_walks())
 };
+static_assert(std::is_trivially_destructible_v<ThreadCapture>);
 thread_local ThreadCapture thread_capture{};
 
 void find_stack_bounds(ThreadCapture& t) noexcept {
@@ -96,6 +97,12 @@ void find_stack_bounds(ThreadCapture& t) noexcept {
 }
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t word) noexcept { return (h ^ word) * 0x100000001b3ULL; }
+
+// Whether a walk may start at `fp`: an aligned address with a whole frame record below `high`,
+// at or above `low` (the thread's own stack; elsewhere nothing bounds a walk).
+inline bool starts_a_record(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high) noexcept {
+  return fp >= low && fp <= high - kRecordBytes && fp % sizeof(void*) == 0;
+}
 
 // Whether a frame record's saved pointer leads on to another record: above the last (so at
 // or above the walk's first), aligned, with the whole record at or below `last_record` (the
@@ -118,8 +125,7 @@ __attribute__((always_inline, no_sanitize("address"))) inline int walk_chain(std
                                                                               std::uintptr_t high, int max_depth,
                                                                               Keep keep) noexcept {
   const std::uintptr_t last = high - kRecordBytes;
-  max_depth &= ~1;
-  if (fp < low || fp > last || fp % sizeof(void*) != 0 || max_depth < 2) return 0;
+  if (!starts_a_record(fp, low, high) || max_depth < 1) return 0;
   for (int depth = 0;;) {
     const auto* record = reinterpret_cast<const std::uintptr_t*>(fp);
     const std::uintptr_t next = record[0];
@@ -131,12 +137,21 @@ __attribute__((always_inline, no_sanitize("address"))) inline int walk_chain(std
 
 // A frame record loaded as one 16-byte vector (may_alias: the stack's words were written as
 // anything), and a proof's entry, which is aligned.
-using RecordWords = std::uint64_t __attribute__((vector_size(16), aligned(8), may_alias));
-using ProofWords = std::uint64_t __attribute__((vector_size(16), may_alias));
+// (RecordWords is declared from the vector type: clang ignores an aligned() lowering the
+// alignment in the vector's own declaration, and would load records with an aligned load.)
+typedef std::uint64_t ProofWords __attribute__((vector_size(16), may_alias));
+typedef ProofWords RecordWords __attribute__((aligned(8)));
+static_assert(alignof(RecordWords) == alignof(std::uintptr_t), "a frame record is 8-aligned, not 16");
 static_assert(alignof(ProvenFrame) == alignof(ProofWords) && sizeof(ProvenFrame) == sizeof(ProofWords));
 
-// frame_chain_proven (history.h) for a proof of `depth` records (1 to max_depth, even), made
-// by walk_chain. Every load's address comes from the proof, not from the stack, so none waits
+// One frame record's two words, as one vector. Not a lambda: under AddressSanitizer a lambda
+// is not inlined into its no_sanitize caller, and its load would be checked.
+__attribute__((always_inline, no_sanitize("address"))) inline RecordWords record_at(std::uintptr_t address) noexcept {
+  return *reinterpret_cast<const RecordWords*>(address);
+}
+
+// frame_chain_proven (history.h) for a proof of `depth` records (1 to max_depth), made by
+// walk_chain. Every load's address comes from the proof, not from the stack, so none waits
 // on another, and a record costs two vector operations: the walk's checks need not be made
 // again, since the records the proof chains are the ones the walk chained, at the same
 // distances.
@@ -144,18 +159,17 @@ __attribute__((always_inline, no_sanitize("address"))) inline bool proof_holds(s
                                                                                 const ProvenFrame* proof, int depth,
                                                                                 int max_depth) noexcept {
   const std::uintptr_t last = high - kRecordBytes;
-  // The walk's records lie ever higher, so the last is the farthest from fp. Where it is
-  // below the top and aligned, so is every other record the proof chains to.
+  // A walk's records lie ever higher, at multiples of 8 from its first, so the last is the
+  // farthest from fp. Where it is below the top, so is every other record the proof chains to.
   const std::uint64_t reach = depth > 1 ? proof[depth - 2].next_offset : 0;
-  if (fp > last || reach > last - fp || (fp + reach) % sizeof(void*) != 0) return false;
+  if (fp > last || reach > last - fp || fp % sizeof(void*) != 0) return false;
   const auto* expected = reinterpret_cast<const ProofWords*>(proof);
-  auto read = [fp](std::uint64_t offset) { return *reinterpret_cast<const RecordWords*>(fp + offset); };
   const RecordWords first = {fp, 0};  // saved pointers are compared as offsets from fp
   RecordWords differ = {0, 0};
   std::uint64_t offset = 0;
 #pragma GCC unroll 2
   for (int i = 0; i + 1 < depth; ++i) {
-    differ |= (read(offset) - first) ^ expected[i];
+    differ |= (record_at(fp + offset) - first) ^ expected[i];
     offset = proof[i].next_offset;
   }
   // The walk stopped at the last record for want of depth, or because the next pointer there
@@ -261,28 +275,39 @@ ThreadCapture::WalkSet& walk_set(ThreadCapture& t, std::uintptr_t first_record, 
   return t.walks[((first_record >> 4) ^ return_address) * 0x9e3779b97f4a7c15ULL >> (64 - ThreadCapture::kSetBits)];
 }
 
+// The walk from `fp`, written as its proof (history.h); its depth.
+__attribute__((always_inline, no_sanitize("address"))) inline int prove_walk(std::uintptr_t fp, std::uintptr_t low,
+                                                                              std::uintptr_t high, ProvenFrame* out,
+                                                                              int max_depth) noexcept {
+  const int depth = walk_chain(fp, low, high, max_depth, [&](int i, std::uintptr_t next, std::uintptr_t return_address) {
+    out[i] = {next - fp, return_address};
+  });
+  if (depth > 0) out[depth - 1].next_offset = 0;  // where the chain ended, or the depth ran out
+  return depth;
+}
+
 // A walk the thread's cache has no proof for that holds: walked, its stack interned and its
 // proof kept (the table's copy) in place of the set's least recently used.
 CUDASCOPE_NOIPA __attribute__((no_sanitize("address"))) std::uint32_t walk_and_remember(ThreadCapture& t,
                                                                                         std::uintptr_t first_record,
                                                                                         std::uintptr_t low,
                                                                                         std::uintptr_t high) noexcept {
-  void* frames[kMaxCallerFrames];
   ProvenFrame proof[kMaxCallerFrames];
-  std::uint64_t frames_hash = 0;
-  const int depth = walk_chain(first_record, low, high, kMaxCallerFrames,
-                               [&](int i, std::uintptr_t next, std::uintptr_t return_address) {
-                                 frames[i] = reinterpret_cast<void*>(return_address);
-                                 proof[i] = {next - first_record, return_address};
-                                 frames_hash = mix(frames_hash, return_address);
-                               });
+  const int depth = prove_walk(first_record, low, high, proof, kMaxCallerFrames);
   if (depth == 0) return 0;
-  proof[depth - 1].next_offset = 0;  // where the chain ended, or the depth ran out
-  std::uint64_t proof_hash = frames_hash;
-  for (int i = 0; i < depth; ++i) proof_hash = mix(proof_hash, proof[i].next_offset);
-  const auto [id, stored] = stacks().intern(std::span<void* const>(frames, depth), frames_hash);
-  if (id == 0) return 0;
-  const auto [proof_id, stored_proof] = walk_proofs().intern(std::span<const ProvenFrame>(proof, depth), proof_hash);
+  ++t.walks_taken;
+  void* frames[kMaxCallerFrames];
+  std::uint64_t frames_hash = 0, proof_hash = 0;
+  for (int i = 0; i < depth; ++i) {
+    frames[i] = reinterpret_cast<void*>(proof[i].return_address);
+    frames_hash = mix(frames_hash, proof[i].return_address);
+    proof_hash = mix(mix(proof_hash, proof[i].return_address), proof[i].next_offset);
+  }
+  const std::uint32_t id = stacks().intern(std::span<void* const>(frames, depth), frames_hash).first;
+  // Once the proofs' table is full, a miss walks every time, without asking it (and its lock).
+  if (id == 0 || walk_proofs().full()) return id;
+  const std::vector<ProvenFrame>* stored_proof =
+      walk_proofs().intern(std::span<const ProvenFrame>(proof, depth), proof_hash).second;
   if (stored_proof != nullptr) {
     ThreadCapture::WalkSet& set = walk_set(t, first_record, proof[0].return_address);
     std::move_backward(set.begin(), set.end() - 1, set.end());
@@ -363,7 +388,7 @@ CUDASCOPE_NOIPA __attribute__((no_sanitize("address"))) std::uint32_t capture_st
   if (t.bounds != StackBounds::kKnown) return 0;
   const auto own = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   // Off the thread's own stack (a signal's alternate stack, a fiber's) nothing bounds a walk.
-  if (own < t.stack_base || own > t.stack_top - kRecordBytes) return 0;
+  if (!starts_a_record(own, t.stack_base, t.stack_top)) return 0;
   std::uint32_t id = known_stack_id(t, first_kept_record(own, t.stack_top), t.stack_base, t.stack_top);
   // Not a tail call: the walk on a miss may start at this frame's record, which a tail call pops.
   asm volatile("" : "+r"(id));
@@ -379,40 +404,45 @@ ContextPtr capture_context(bool cpp_stacks) noexcept {
   return context;
 }
 
-__attribute__((no_sanitize("address"))) FrameWalk walk_frame_chain(std::uintptr_t fp, std::uintptr_t low,
-                                                                   std::uintptr_t high, void** out,
-                                                                   int max_depth) noexcept {
-  FrameWalk walk;
-  walk.depth = walk_chain(fp, low, high, max_depth, [&](int i, std::uintptr_t, std::uintptr_t return_address) {
+__attribute__((no_sanitize("address"))) int walk_frame_chain(std::uintptr_t fp, std::uintptr_t low,
+                                                             std::uintptr_t high, void** out, int max_depth) noexcept {
+  return walk_chain(fp, low, high, max_depth, [&](int i, std::uintptr_t, std::uintptr_t return_address) {
     out[i] = reinterpret_cast<void*>(return_address);
-    walk.hash = mix(walk.hash, return_address);
   });
-  return walk;
 }
 
 __attribute__((no_sanitize("address"))) int prove_frame_chain(std::uintptr_t fp, std::uintptr_t low,
                                                               std::uintptr_t high, ProvenFrame* out,
                                                               int max_depth) noexcept {
-  const int depth = walk_chain(fp, low, high, max_depth, [&](int i, std::uintptr_t next, std::uintptr_t return_address) {
-    out[i] = {next - fp, return_address};
-  });
-  if (depth > 0) out[depth - 1].next_offset = 0;
-  return depth;
+  return prove_walk(fp, low, high, out, max_depth);
 }
+
+namespace {
+// Only the shape of a walk's proof bounds every read by its last record's: offsets rising, at
+// multiples of 8, the last 0. A proof handed in is checked for it first.
+bool is_a_walks_proof(std::span<const ProvenFrame> proof) noexcept {
+  std::uint64_t previous = 0;
+  for (std::size_t i = 0; i + 1 < proof.size(); ++i) {
+    if (proof[i].next_offset <= previous || proof[i].next_offset % sizeof(void*) != 0) return false;
+    previous = proof[i].next_offset;
+  }
+  return !proof.empty() && proof.back().next_offset == 0;
+}
+}  // namespace
 
 __attribute__((no_sanitize("address"))) bool frame_chain_proven(std::uintptr_t fp, std::uintptr_t high,
                                                                 std::span<const ProvenFrame> proof,
                                                                 int max_depth) noexcept {
-  max_depth &= ~1;  // as the walk takes it
-  if (proof.empty() || proof.size() > static_cast<std::size_t>(std::max(max_depth, 0))) return false;
+  if (!is_a_walks_proof(proof) || proof.size() > static_cast<std::size_t>(std::max(max_depth, 0))) return false;
   return proof_holds(fp, high, proof.data(), static_cast<int>(proof.size()), max_depth);
 }
 
 __attribute__((no_sanitize("address"))) std::uint32_t frame_chain_stack_id(std::uintptr_t fp, std::uintptr_t low,
                                                                            std::uintptr_t high) noexcept {
-  if (fp < low || fp > high - kRecordBytes || fp % sizeof(void*) != 0) return 0;
-  return known_stack_id(thread_capture, fp, low, high);
+  return starts_a_record(fp, low, high) ? known_stack_id(thread_capture, fp, low, high) : 0;
 }
+
+std::uint64_t frame_chain_walks() noexcept { return thread_capture.walks_taken; }
 
 ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept {
   return {0, nvtx_id_of_open_ranges(thread_capture, ranges)};

@@ -54,14 +54,8 @@ ContextPtr capture_nvtx_context(const std::vector<std::string>& ranges) noexcept
 // frame pointer, then return address) up the chain while each next record lies above the
 // last, aligned, with the whole record below `high`; nothing is read outside [fp, high), and
 // nothing when `fp` is not an aligned address in [low, high). Writes at most `max_depth`
-// (even) return addresses, innermost first. `hash` is of the addresses written. Tests feed
-// it fabricated chains.
-struct FrameWalk {
-  int depth = 0;
-  std::uint64_t hash = 0;
-};
-FrameWalk walk_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high, void** out,
-                           int max_depth) noexcept;
+// return addresses, innermost first, and returns how many. Tests feed it fabricated chains.
+int walk_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high, void** out, int max_depth) noexcept;
 // A kept C++ stack has at most this many of the caller's frames (the allocator's own are
 // not kept), innermost first.
 inline constexpr int kMaxCallerFrames = 60;
@@ -69,10 +63,11 @@ inline constexpr int kMaxCallerFrames = 60;
 // What a walk read, which is all its result depends on: per frame record, innermost first,
 // the offset of the next record from the walk's first and the return address. The last
 // record's offset is 0: there the chain ended (its next pointer failed the walk's test) or
-// the depth ran out. A capture keeps the proof of each walk it makes; walking again from a
-// record holding the same first return address, it checks the proof's words against the
-// stack instead: independent loads at known offsets, where the walk is a chain of dependent
-// ones, and the same code path at another stack depth or on another thread still matches.
+// the depth ran out. A capture keeps the proof of each walk it makes; walking again from the
+// same record, holding the same first return address, it checks the proof's words against
+// the stack instead: independent loads at known offsets, where the walk is a chain of
+// dependent ones. Offsets, so one stored proof serves every thread and stack depth; each
+// thread's cache learns it once per record it starts from.
 struct alignas(16) ProvenFrame {  // aligned: checked as one 16-byte vector
   std::uint64_t next_offset;
   std::uint64_t return_address;
@@ -84,7 +79,8 @@ int prove_frame_chain(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high
 // Whether walk_frame_chain(fp, low, high, ..., max_depth), for `fp` in [low, high), would
 // read every word of `proof` (one prove_frame_chain made, from any address) and end where it
 // did: then it would return the proof's addresses. Reads only [fp, high), and nothing at
-// all where the proof's records would reach past `high`.
+// all where the proof's records would reach past `high` or `proof` is not a walk's (offsets
+// rising at multiples of 8, the last 0).
 bool frame_chain_proven(std::uintptr_t fp, std::uintptr_t high, std::span<const ProvenFrame> proof,
                         int max_depth) noexcept;
 // The id of the stack walk_frame_chain(fp, low, high, ..., kMaxCallerFrames) returns, as a
@@ -92,6 +88,8 @@ bool frame_chain_proven(std::uintptr_t fp, std::uintptr_t high, std::span<const 
 // interning on a miss. 0 where `fp` is not an aligned address in [low, high) or the stack
 // table is full. Tests feed it fabricated chains.
 std::uint32_t frame_chain_stack_id(std::uintptr_t fp, std::uintptr_t low, std::uintptr_t high) noexcept;
+// How many of the calling thread's captures its cache could not answer, and so walked.
+std::uint64_t frame_chain_walks() noexcept;
 
 // Distinct NVTX range stacks kept for the process (and at most 4 MiB of their names). What
 // they cost: each is a copy of its range names, kept for the life of the process; a
@@ -195,7 +193,9 @@ class TraceBuffer {
       // A ring of 100,000 records is larger than the caches: the line a few records ahead is
       // asked for now, so the store that fills it later does not wait for it. (Past the
       // storage's end a prefetch reads nothing and cannot fault.)
-      __builtin_prefetch(cursor_ + kPrefetchAhead, 1, 3);
+      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(cursor_) +
+                                                       kPrefetchAhead * sizeof(TraceRecord)),
+                         1, 3);
       return *cursor_++;
     }
     return slot_at_limit();
