@@ -588,16 +588,20 @@ TEST_F(FrameWalkTest, RecordsAtOddWordsAreCheckedWithUnalignedLoads) {
 }
 
 TEST_F(FrameWalkTest, ARepeatedCaptureIsAnsweredByItsProofWithoutWalking) {
-  frame(0, at(4));
-  frame(4, at(10));
-  frame(10, 0);
+  // Return addresses no run of any test used before: the thread's cache outlives a test, and
+  // the page the fixture maps may come back at the same address, where an earlier chain holds.
+  static std::uintptr_t unused_addresses = 0x70000;
+  const std::uintptr_t site = unused_addresses += 0x100;
+  frame(0, at(4), site);
+  frame(4, at(10), site + 4);
+  frame(10, 0, site + 10);
   const std::uint64_t before = cuda::detail::alloc::frame_chain_walks();
   const std::uint32_t id = cached_stack_id(at(0));
   ASSERT_NE(id, 0u);
   EXPECT_EQ(cuda::detail::alloc::frame_chain_walks(), before + 1);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(cached_stack_id(at(0)), id);
   EXPECT_EQ(cuda::detail::alloc::frame_chain_walks(), before + 1);
-  frame(4, at(10), 0x2000);  // a changed frame: walked again
+  frame(4, at(10), site + 0x80);  // a changed frame: walked again
   EXPECT_NE(cached_stack_id(at(0)), id);
   EXPECT_EQ(cuda::detail::alloc::frame_chain_walks(), before + 2);
 }
