@@ -721,19 +721,21 @@ TEST_F(AllocatorHistoryTest, TwoCallSitesAtOneDepthKeepTheirOwnStacks) {
 // The same with contexts captured directly, three helpers deep (the capture skips the frames
 // of capture_context's caller, as it skips malloc's), so that the first frame kept returns
 // into the outermost helper: each call site keeps one stack id, and the two keep two.
-__attribute__((noinline)) std::uint32_t stack_id_innermost() {
-  const std::uint32_t id = cuda::detail::alloc::capture_context(true).stack;
-  asm volatile("" : : "r"(id) : "memory");
-  return id;
-}
-__attribute__((noinline)) std::uint32_t stack_id_inner() {
-  const std::uint32_t id = stack_id_innermost();
+// kLevels helpers below the outermost, each a frame of its own (a call, not a jump).
+template <int kLevels>
+__attribute__((noinline)) std::uint32_t stack_id_below() {
+  std::uint32_t id;
+  if constexpr (kLevels == 0) {
+    id = cuda::detail::alloc::capture_context(true).stack;
+  } else {
+    id = stack_id_below<kLevels - 1>();
+  }
   asm volatile("" : : "r"(id) : "memory");
   return id;
 }
 __attribute__((noinline)) std::uint32_t stack_id_through_helpers() {
   helper_frames.push_back(reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)));
-  const std::uint32_t id = stack_id_inner();
+  const std::uint32_t id = stack_id_below<1>();
   asm volatile("" : : "r"(id) : "memory");
   return id;
 }
