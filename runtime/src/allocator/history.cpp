@@ -179,8 +179,12 @@ __attribute__((always_inline, no_sanitize("address"))) inline bool proof_holds(s
   return ends_there && record[1] == proof[depth - 1].return_address && (differ[0] | differ[1]) == 0;
 }
 
-std::size_t bytes_of(const std::vector<void*>& frames) noexcept { return frames.size() * sizeof(void*); }
-std::size_t bytes_of(const std::vector<ProvenFrame>& proof) noexcept { return proof.size() * sizeof(ProvenFrame); }
+// A table value's bytes: its elements', and for strings their characters too.
+template <typename T>
+std::size_t bytes_of(const std::vector<T>& values) noexcept {
+  static_assert(std::is_trivially_copyable_v<T>, "strings count their characters (below)");
+  return values.size() * sizeof(T);
+}
 std::size_t bytes_of(const std::vector<std::string>& ranges) noexcept {
   std::size_t bytes = ranges.size() * sizeof(std::string);
   for (const auto& range : ranges) bytes += range.size();
