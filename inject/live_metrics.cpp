@@ -148,7 +148,8 @@ std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment() {
     std::fprintf(stderr, "cudascope: %s; every kernel is recorded\n", e.what());
   }
   if (!sampling) {
-    for (const char* name : {"CUDASCOPE_METRICS_SAMPLE_WINDOW", "CUDASCOPE_METRICS_SAMPLE_PERIOD"}) {
+    for (const char* name :
+         {"CUDASCOPE_METRICS_SAMPLE_WINDOW", "CUDASCOPE_METRICS_SAMPLE_PERIOD", "CUDASCOPE_METRICS_SAMPLE_LOG"}) {
       if (util::env_text(name)) {
         std::fprintf(stderr, "cudascope: %s ignored: kernel records are sampled only with CUDASCOPE_METRICS_SAMPLING=1\n", name);
       }
@@ -165,6 +166,7 @@ std::shared_ptr<profiler::KernelSampling> kernel_sampling_from_environment() {
   } catch (const util::EnvError& e) {
     std::fprintf(stderr, "cudascope: %s; sampling kernel records 50 ms in every 1 s\n", e.what());
   }
+  plan.switch_log = util::env_text("CUDASCOPE_METRICS_SAMPLE_LOG").value_or("");
   try {
     plan.count_launches = util::env_flag("CUDASCOPE_METRICS_COUNT_LAUNCHES").value_or(false);
   } catch (const util::EnvError& e) {

@@ -20,6 +20,8 @@
 //   CUDASCOPE_METRICS_SAMPLE_PERIOD=S  the period (0.01-3600, default 1; at least the window)
 //   CUDASCOPE_METRICS_COUNT_LAUNCHES=1 exact kernel launch counts beside the sample (a CUPTI
 //                                    callback per launch; off by default)
+//   CUDASCOPE_METRICS_SAMPLE_LOG=F   append each switch of the records to F, for a bench that
+//                                    times the job's steps in and out of the windows
 //   CUDASCOPE_TRACE_TOKEN=T, CUDASCOPE_TRACE_WINDOW_DIR=/dir   the job's token and the directory
 //                                    windows are written into (trace_window.h)
 //

@@ -29,6 +29,11 @@
 #             with metrics-only alone; run by name;
 #             OVERHEAD_ROUNDS, OVERHEAD_CONFIGS (e.g. metrics-only,mo-kernel-kinds) and
 #             OVERHEAD_LOOP (mlp or transformer) as its --rounds, --configs and --loop)
+#   overhead_windows  metrics-only's per-kernel records switched on and off every half second
+#             inside one process, each window against the stretches beside it, on the MLP loop
+#             and the transformer step (run_window_overhead.py; about 3 minutes; run by name;
+#             OVERHEAD_SECONDS and OVERHEAD_RUNS as its --seconds and --runs). It switches
+#             CUPTI's records, as the opt-in sampling does (below)
 #   sampling  opt-in sampled kernel records (CUDASCOPE_METRICS_SAMPLING=1; run by name, not by
 #             default: switching CUPTI's records has crashed its worker thread, docs/metrics.md):
 #             the journey-2 job's estimate against its traced count, then the job again and again
@@ -234,6 +239,11 @@ stage_overhead_paired() {
   check overhead-metrics-only-paired overhead_paired.log python3 "$root/bench/profiler/run_paired_overhead.py" \
     --cli "$cli" --rounds "${OVERHEAD_ROUNDS:-9}" --configs "${OVERHEAD_CONFIGS:-metrics-only}" \
     --loop "${OVERHEAD_LOOP:-mlp}"
+}
+
+stage_overhead_windows() {
+  check overhead-metrics-only-windows overhead_windows.log python3 "$root/bench/profiler/run_window_overhead.py" \
+    --cli "$cli" --seconds "${OVERHEAD_SECONDS:-40}" --runs "${OVERHEAD_RUNS:-1}"
 }
 
 stage_report() {

@@ -14,7 +14,11 @@ profiler's events, which is not timed either way, as cudascope's trace writing a
 --scrape-port P --scrape-out FILE: after the loops, waits for the recording's periodic flush
 to deliver the last kernel records, then saves this process's live metrics (served by the
 cudascope injection library on 127.0.0.1:P) to FILE.
---paired D [--paired-duration T] [--paired-phase S] [--paired-loop mlp|transformer]
+--windows S [--loop mlp|transformer] (run_window_overhead.py): one loop alone (the MLP's by
+default) for S seconds in short blocks of steps; prints OVERHEAD_BLOCKS [[begin_ns, end_ns,
+cpu_ns, steps], ...] on CLOCK_MONOTONIC, the clock of a sampled recording's switch log
+(window_phases.py).
+--paired D [--paired-duration T] [--paired-phase S] [--loop mlp|transformer]
 (run_paired_overhead.py): one loop alone (the MLP's by default), in blocks of steps, around a recording that starts D seconds after CUDA's start and
 stops T seconds later (`cudascope run --delay D --duration T`); prints OVERHEAD_PHASES
 {"before": {"steps", "seconds", "cpu_seconds"}, "recorded": {...}, "after": {...}, "warm_s": W}:
@@ -31,6 +35,7 @@ import torch
 import torch.nn as nn
 
 from paired_phases import paired_phases
+from window_phases import run_blocks
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mlp-steps", type=int, default=1500)
@@ -41,7 +46,8 @@ parser.add_argument("--scrape-out", default=None)
 parser.add_argument("--paired", type=float, default=None, metavar="D")
 parser.add_argument("--paired-duration", type=float, default=None, metavar="T")
 parser.add_argument("--paired-phase", type=float, default=6.0, metavar="S")
-parser.add_argument("--paired-loop", choices=["mlp", "transformer"], default="mlp")
+parser.add_argument("--windows", type=float, default=None, metavar="S")
+parser.add_argument("--loop", choices=["mlp", "transformer"], default="mlp")
 args = parser.parse_args()
 
 # The CUDA driver loads the injection library, and its --delay clock starts, in cuInit, which
@@ -105,16 +111,21 @@ def timed(step, steps):
     return time.perf_counter() - start, time.process_time() - cpu_start
 
 
-# --paired's loops: warm-up steps, and steps per timed block (the transformer's step is about
-# a hundred times the MLP's).
-PAIRED_LOOPS = {"mlp": (mlp_workload, 20, 50), "transformer": (transformer_workload, 2, 2)}
-if args.paired is not None:
-    make, warm_up, block_steps = PAIRED_LOOPS[args.paired_loop]
-    paired_step = make()
+# --paired's and --windows' loops: warm-up steps, and steps per timed block of each (the
+# transformer's step is about a hundred times the MLP's; a window's blocks must be a few
+# hundredths of its half second).
+LOOPS = {"mlp": (mlp_workload, 20, 50, 10), "transformer": (transformer_workload, 2, 2, 1)}
+if args.paired is not None or args.windows is not None:
+    make, warm_up, paired_block_steps, window_block_steps = LOOPS[args.loop]
+    one_step = make()
     for _ in range(warm_up):
-        paired_step()
-    phases = paired_phases(paired_step, torch.cuda.synchronize, cuda_ready, args.paired, args.paired_duration,
-                           args.paired_phase, block_steps=block_steps)
+        one_step()
+    if args.windows is not None:
+        blocks = run_blocks(one_step, torch.cuda.synchronize, args.windows, window_block_steps)
+        print("OVERHEAD_BLOCKS " + json.dumps(blocks), flush=True)
+        sys.exit(0)
+    phases = paired_phases(one_step, torch.cuda.synchronize, cuda_ready, args.paired, args.paired_duration,
+                           args.paired_phase, block_steps=paired_block_steps)
     print("OVERHEAD_PHASES " + json.dumps(phases), flush=True)
     sys.exit(0)
 mlp_step = mlp_workload()

@@ -65,7 +65,7 @@ def run_once(config, args):
     seconds per step over before's), or None. `config` None: the plain process."""
     duration = shortest_duration(args.phase)
     workload = [sys.executable, WORKLOAD, "--paired", str(args.delay), "--paired-duration", str(duration),
-                "--paired-phase", str(args.phase), "--paired-loop", args.loop]
+                "--paired-phase", str(args.phase), "--loop", args.loop]
     argv = workload
     if config is not None:
         wrapped = [a.format(bind=f"127.0.0.1:{free_port()}", tmp=args.tmp) for a in config.cudascope_args]

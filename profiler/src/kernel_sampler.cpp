@@ -1,7 +1,9 @@
 #include "kernel_sampler.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 namespace cudascope::profiler::detail {
@@ -27,6 +29,11 @@ KernelSampler::KernelSampler(std::shared_ptr<KernelSampling> sampling, std::func
 KernelSampler::~KernelSampler() { stop(); }
 
 void KernelSampler::start() {
+  const std::string& log = sampling_->plan().switch_log;
+  if (!log.empty()) {
+    switch_log_ = std::fopen(log.c_str(), "ae");
+    if (!switch_log_) std::fprintf(stderr, "cudascope: no switch log: cannot open %s: %s\n", log.c_str(), std::strerror(errno));
+  }
   sampling_->begin(sampling_->now());
   // Nothing may escape into std::terminate inside the host program: a failure ends the
   // sampling (kernel records off) and says so.
@@ -47,6 +54,8 @@ void KernelSampler::stop() {
   if (!thread_.joinable()) return;
   sampling_->stop();
   thread_.join();
+  if (switch_log_) std::fclose(switch_log_);
+  switch_log_ = nullptr;
 }
 
 void KernelSampler::switch_on(std::uint64_t weight) {
@@ -63,7 +72,19 @@ void KernelSampler::switch_off() {
 void KernelSampler::timed_switch(bool on) {
   const auto start = Clock::now();
   switch_kernels_(on);
-  sampling_->switched(Clock::now() - start);
+  const auto end = Clock::now();
+  sampling_->switched(end - start);
+  if (switch_log_) log_switch(on, start, end);
+}
+
+// steady_clock is CLOCK_MONOTONIC here, the clock of Python's time.monotonic_ns(). Flushed at
+// once: two lines a second at most, on this thread, and a job may end without a clean stop.
+void KernelSampler::log_switch(bool on, Clock::time_point start, Clock::time_point end) {
+  const auto ns = [](Clock::time_point t) {
+    return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  };
+  std::fprintf(switch_log_, "%s %lld %lld\n", on ? "on" : "off", ns(start), ns(end));
+  std::fflush(switch_log_);
 }
 
 void KernelSampler::record_full() {

@@ -9,6 +9,7 @@
 #include <cudascope/profiler/kernel_sampling.h>
 
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -32,12 +33,14 @@ class KernelSampler {
   void switch_on(std::uint64_t weight);
   void switch_off();
   void timed_switch(bool on);
+  void log_switch(bool on, std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end);
   // Records every kernel until no trace window asks for it.
   void record_full();
 
   std::shared_ptr<KernelSampling> sampling_;
   std::function<void(bool)> switch_kernels_;
   std::thread thread_;
+  std::FILE* switch_log_ = nullptr;  // plan().switch_log, open while the thread runs
 };
 
 }  // namespace cudascope::profiler::detail

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <stdlib.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -165,6 +166,40 @@ TEST(EnvRunTest, MetricsBesideATraceCountHostWaitsFromItsSynchronizeCalls) {
   const double waits = scrape_until(port, "cudascope_sync_total", static_cast<double>(calls), last);
   EXPECT_EQ(waits, static_cast<double>(calls)) << last;
   run_shell("pkill -TERM -f 'metrics 127.0.0.1:" + std::to_string(port) + " ' ; sleep 0.5");  // run passes it on
+  std::filesystem::remove_all(dir);
+}
+
+// CUDASCOPE_METRICS_SAMPLE_LOG (a bench's clock of the windows): one line per switch, on and
+// off in turn from on, each switch's start before its end and after the last one's end, all on
+// CLOCK_MONOTONIC within the run, and one window a period.
+TEST(EnvRunTest, SampleLogHoldsEverySwitchInTurnOnTheMonotonicClock) {
+  const std::string dir = cudascope::testing::make_temporary_directory("cudascope-env");
+  const auto monotonic_ns = [] {
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec;
+  };
+  const long long before = monotonic_ns();
+  const auto result = run_shell("CUDASCOPE_BACKEND=sim CUDASCOPE_METRICS_SAMPLING=1 CUDASCOPE_METRICS_SAMPLE_WINDOW=0.05 "
+                                "CUDASCOPE_METRICS_SAMPLE_PERIOD=0.1 CUDASCOPE_METRICS_SAMPLE_LOG=" + dir + "/switches " +
+                                cli + " run --metrics 127.0.0.1:" + std::to_string(cudascope::testing::free_port()) +
+                                " --no-trace --window-dir " + dir + " -- " + demo + " --hold 1");
+  const long long after = monotonic_ns();
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream log(dir + "/switches");
+  std::string kind;
+  long long start = 0, end = 0, last_end = before;
+  int lines = 0;
+  while (log >> kind >> start >> end) {
+    EXPECT_EQ(kind, lines % 2 == 0 ? "on" : "off") << "line " << lines + 1;
+    EXPECT_LE(last_end, start) << "line " << lines + 1;
+    EXPECT_LE(start, end) << "line " << lines + 1;
+    last_end = end;
+    ++lines;
+  }
+  EXPECT_LE(last_end, after);
+  EXPECT_EQ(lines % 2, 0) << "the recording ends with its records off";
+  EXPECT_GE(lines, 2 * 8) << "a window in each 0.1 s period of a run held for 1 s";
   std::filesystem::remove_all(dir);
 }
 

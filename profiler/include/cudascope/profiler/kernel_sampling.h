@@ -46,6 +46,11 @@ struct SamplingPlan {
   // (bench/profiler/run_overhead_bench.py), and CUPTI allows one callback subscriber per
   // process, which torch.profiler needs for itself.
   bool count_launches = false;
+  // Where the sampler appends a line per switch of the records, "on|off START END" in
+  // CLOCK_MONOTONIC nanoseconds before and after CUPTI was told (empty: no log). A bench reads
+  // it to time a job's own steps in and out of the windows, inside one process
+  // (bench/profiler/run_window_overhead.py); not a metric.
+  std::string switch_log;
 
   // Slots per period: period / window rounded to a whole number (at least 1). The window
   // recorded is period / slots(), so that the slots tile the period exactly.

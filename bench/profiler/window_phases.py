@@ -1,0 +1,100 @@
+"""A recording's cost measured inside one process, in windows (run_window_overhead.py): the
+recording switches its per-kernel records on and off many times a minute (a sampled
+metrics-only recording whose windows are half of each period, CUDASCOPE_METRICS_SAMPLE_LOG
+naming each switch), while the loop runs in short blocks of steps, each timed on
+CLOCK_MONOTONIC. Each stretch of records on is set against the stretches of records off on
+either side of it, a second or so apart: what moves between processes (15-25% on a launch-bound
+loop) and what drifts within one over tens of seconds (-4% to +7%) cancels, and the median of
+many such ratios resolves a cost of a percent.
+
+A block counts for a stretch when it lies wholly inside it and begins SETTLE after the switch
+that opened it ended (CUPTI's switch done, its first buffers handed out). A plain process gets
+the same analysis over a schedule drawn as the sampler draws its own (synthetic_switches): its
+ratios are the method's own spread, with nothing switched.
+
+Torch-free, so the estimator is tested on a virtual clock (tests/tools/window_phases_test.py);
+overhead_workloads.py --windows runs run_blocks on the PyTorch loops."""
+import random
+import time
+
+SETTLE_NS = 50_000_000
+
+
+def run_blocks(step, synchronize, seconds, block_steps, clock=time.monotonic_ns, cpu_clock=time.process_time_ns):
+    """Blocks of BLOCK_STEPS steps for SECONDS, each waited for on the device: a list of
+    [begin_ns, end_ns, cpu_ns, steps], BEGIN and END on CLOCK (the switch log's clock)."""
+    blocks = []
+    synchronize()
+    stop = clock() + int(seconds * 1e9)
+    while True:
+        begin, cpu_begin = clock(), cpu_clock()
+        if begin >= stop:
+            return blocks
+        for _ in range(block_steps):
+            step()
+        synchronize()
+        blocks.append([begin, clock(), cpu_clock() - cpu_begin, block_steps])
+
+
+def read_switches(lines):
+    """The switch log's lines ("on|off START END") as [(state, start_ns, end_ns)]; ValueError
+    naming the first line that is not one."""
+    switches = []
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 3 or fields[0] not in ("on", "off") or not all(f.isdigit() for f in fields[1:]):
+            raise ValueError(f"line {number}: {line.strip()!r} is not 'on|off START END'")
+        switches.append((fields[0], int(fields[1]), int(fields[2])))
+    return switches
+
+
+def synthetic_switches(first_ns, last_ns, window_ns, period_ns, seed=0):
+    """Switches of no length as the sampler would draw them from FIRST to LAST: in each period
+    one slot of period // window slots, drawn at random, is on."""
+    slots = max(1, round(period_ns / window_ns))
+    slot_ns = period_ns // slots
+    draw = random.Random(seed)
+    switches = []
+    for period_start in range(first_ns, last_ns, period_ns):
+        on_at = period_start + draw.randrange(slots) * slot_ns
+        switches += [("on", on_at, on_at), ("off", on_at + slot_ns, on_at + slot_ns)]
+    return switches
+
+
+def stretches(switches):
+    """[(state, from_ns, until_ns)]: from each switch's end to the next switch's start (the last
+    stretch ends with the last switch: nothing is known to hold after it)."""
+    return [(state, end, following[1]) for (state, _, end), following in zip(switches, switches[1:])]
+
+
+def stretch_means(blocks, switches, settle_ns=SETTLE_NS):
+    """For each stretch: (state, seconds per step, CPU seconds per step), or None per figure
+    where no block lies wholly in it after SETTLE_NS."""
+    blocks = sorted(blocks)
+    means = []
+    for state, start, until in stretches(switches):
+        inside = [b for b in blocks if b[0] >= start + settle_ns and b[1] <= until]
+        steps = sum(b[3] for b in inside)
+        if not steps:
+            means.append((state, None, None))
+            continue
+        means.append((state, sum(b[1] - b[0] for b in inside) / steps / 1e9, sum(b[2] for b in inside) / steps / 1e9))
+    return means
+
+
+def window_costs(blocks, switches, figure=1, settle_ns=SETTLE_NS):
+    """Each on-stretch's time per step (FIGURE 1: wall, 2: CPU) over the mean of the nearest
+    off-stretches with blocks before and after it; on-stretches without both give none."""
+    means = [(m[0], m[figure]) for m in stretch_means(blocks, switches, settle_ns)]
+    costs = []
+    for i, (state, value) in enumerate(means):
+        if state != "on" or value is None:
+            continue
+        before = next((v for s, v in reversed(means[:i]) if s == "off" and v is not None), None)
+        after = next((v for s, v in means[i + 1:] if s == "off" and v is not None), None)
+        if before is not None and after is not None:
+            costs.append(value / ((before + after) / 2))
+    return costs
+
