@@ -32,7 +32,9 @@
 #   overhead_windows  metrics-only's per-kernel records switched on and off every half second
 #             inside one process, each window against the stretches beside it, on the MLP loop
 #             and the transformer step (run_window_overhead.py; about 3 minutes; run by name;
-#             OVERHEAD_SECONDS and OVERHEAD_RUNS as its --seconds and --runs). It switches
+#             OVERHEAD_SECONDS, OVERHEAD_RUNS, OVERHEAD_ACTIVITIES and OVERHEAD_LOOP as its
+#             --seconds, --runs, --activities and --loop; each process's blocks and switches
+#             kept under OUT/overhead_windows). It switches
 #             CUPTI's records, as the opt-in sampling does (below)
 #   sampling  opt-in sampled kernel records (CUDASCOPE_METRICS_SAMPLING=1; run by name, not by
 #             default: switching CUPTI's records has crashed its worker thread, docs/metrics.md):
@@ -243,7 +245,8 @@ stage_overhead_paired() {
 
 stage_overhead_windows() {
   check overhead-metrics-only-windows overhead_windows.log python3 "$root/bench/profiler/run_window_overhead.py" \
-    --cli "$cli" --seconds "${OVERHEAD_SECONDS:-40}" --runs "${OVERHEAD_RUNS:-1}"
+    --cli "$cli" --seconds "${OVERHEAD_SECONDS:-40}" --runs "${OVERHEAD_RUNS:-1}" --keep "$out/overhead_windows" \
+    ${OVERHEAD_ACTIVITIES:+--activities "$OVERHEAD_ACTIVITIES"} ${OVERHEAD_LOOP:+--loop "$OVERHEAD_LOOP"}
 }
 
 stage_report() {

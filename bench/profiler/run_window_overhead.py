@@ -13,8 +13,8 @@ and memset records (and synchronisation records, with --activities default,sync)
 counted by the metrics. Outside, it keeps what it keeps throughout: device, context,
 device-memory and NVTX records, its threads and the server. The loop (overhead_workloads.py
 --windows) runs in blocks of a few hundredths of a second; each window's time per step is set
-against the stretches off on either side (window_phases.py), and the median over the windows
-is the records' cost. A plain process of the same loop, cut by a schedule drawn the same way
+against the stretches off on either side (window_phases.py; each stretch's figure the median of
+its blocks'), and the median over the windows is the records' cost. A plain process of the same loop, cut by a schedule drawn the same way
 with nothing switched, gives the method's own spread: its median should sit at 1.
 
 What it does not see: what the recording costs while its records are off (CUPTI attached, the
@@ -24,6 +24,7 @@ recording keeps on and windows do not switch.
 
   python3 bench/profiler/run_window_overhead.py --cli BUILD/cli/cudascope [--seconds 40]
       [--runs 1] [--loop mlp|transformer|both] [--window 0.5] [--period 1] [--activities A]
+      [--keep DIR]
 
 Ends with `PASS metrics-only (windows, LOOP): R ...` per loop when the median of the windows'
 costs is at most 1.02, else FAIL. About a minute a process: two a run and loop."""
@@ -70,12 +71,20 @@ def run_process(args, loop, log=None):
     return json.loads(lines[-1][len(MARKER):])
 
 
+def keep(args, name, blocks):
+    """With --keep, the process's blocks go beside its switch log, for another look."""
+    if args.keep:
+        with open(os.path.join(args.keep, name), "w") as f:
+            json.dump(blocks, f)
+
+
 def recorded_run(args, loop, run_index):
     """(wall costs, CPU costs, switch count) of one recorded process, or None."""
-    log = os.path.join(args.tmp, f"switches-{loop}-{run_index}")
+    log = os.path.join(args.keep or args.tmp, f"switches-{loop}-{run_index}")
     blocks = run_process(args, loop, log)
     if blocks is None:
         return None
+    keep(args, f"blocks-recorded-{loop}-{run_index}.json", blocks)
     try:
         with open(log) as f:
             switches = read_switches(f)
@@ -90,6 +99,7 @@ def plain_run(args, loop, run_index):
     blocks = run_process(args, loop)
     if not blocks:
         return None
+    keep(args, f"blocks-plain-{loop}-{run_index}.json", blocks)
     switches = synthetic_switches(blocks[0][0], blocks[-1][1], int(args.window * 1e9), int(args.period * 1e9),
                                   seed=run_index)
     return window_costs(blocks, switches), window_costs(blocks, switches, figure=2)
@@ -146,6 +156,8 @@ def parse_args():
     parser.add_argument("--period", type=float, default=1.0, help="seconds (default 1)")
     parser.add_argument("--activities", default=None, help="cudascope run's --activities for the recorded runs")
     parser.add_argument("--cpus", default="auto", help="as run_overhead_bench.py's (default: 4 cores near GPU 0)")
+    parser.add_argument("--keep", default=None, metavar="DIR",
+                        help="keep each process's blocks and switch log in DIR (made if missing)")
     args = parser.parse_args()
     if not (args.seconds > 0 and args.runs > 0):
         sys.exit(f"run_window_overhead: --seconds {args.seconds:g} and --runs {args.runs} must be above 0")
@@ -156,6 +168,11 @@ def parse_args():
         sys.exit(f"run_window_overhead: --seconds {args.seconds:g}: give at least ten periods ({10 * args.period:g})")
     if not os.access(args.cli, os.X_OK):
         sys.exit(f"run_window_overhead: {args.cli} is not an executable cudascope (give --cli)")
+    if args.keep:
+        try:
+            os.makedirs(args.keep, exist_ok=True)
+        except OSError as e:
+            sys.exit(f"run_window_overhead: --keep {args.keep}: {e.strerror}")
     try:
         args.cpus = gpu_local_cpus(4) if args.cpus == "auto" else None if args.cpus == "none" else parse_cpus(args.cpus)
     except ValueError:

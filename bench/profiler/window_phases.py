@@ -15,6 +15,7 @@ ratios are the method's own spread, with nothing switched.
 Torch-free, so the estimator is tested on a virtual clock (tests/tools/window_phases_test.py);
 overhead_workloads.py --windows runs run_blocks on the PyTorch loops."""
 import random
+import statistics
 import time
 
 SETTLE_NS = 50_000_000
@@ -70,17 +71,19 @@ def stretches(switches):
 
 
 def stretch_means(blocks, switches, settle_ns=SETTLE_NS):
-    """For each stretch: (state, seconds per step, CPU seconds per step), or None per figure
-    where no block lies wholly in it after SETTLE_NS."""
+    """For each stretch: (state, seconds per step, CPU seconds per step), the median over its
+    blocks, or None per figure where no block lies wholly in it after SETTLE_NS. A median, not
+    a mean: a launch-bound loop's blocks have outliers (a garbage collection, the host's other
+    work) that would move a half second's mean by more than the cost sought."""
     blocks = sorted(blocks)
     means = []
     for state, start, until in stretches(switches):
         inside = [b for b in blocks if b[0] >= start + settle_ns and b[1] <= until]
-        steps = sum(b[3] for b in inside)
-        if not steps:
+        if not inside:
             means.append((state, None, None))
             continue
-        means.append((state, sum(b[1] - b[0] for b in inside) / steps / 1e9, sum(b[2] for b in inside) / steps / 1e9))
+        means.append((state, statistics.median((b[1] - b[0]) / b[3] / 1e9 for b in inside),
+                      statistics.median(b[2] / b[3] / 1e9 for b in inside)))
     return means
 
 
