@@ -40,12 +40,19 @@ SyncType sync_type(CUpti_ActivitySynchronizationType type) {
   }
 }
 
+// The kinds since CUDA 12 by value (CUPTI_ACTIVITY_OVERHEAD_*), so that an older CUPTI's
+// header builds too: a trace then names where CUPTI spent the launching thread's time.
 const char* overhead_name(CUpti_ActivityOverheadKind kind) {
-  switch (kind) {
+  switch (static_cast<std::uint32_t>(kind)) {
     case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver compiler";
     case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "CUPTI buffer flush";
     case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "CUPTI instrumentation";
     case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "CUPTI resource";
+    case 4u << 16: return "runtime-triggered module loading";
+    case 5u << 16: return "lazy function loading";
+    case 6u << 16: return "command buffer full";
+    case 7u << 16: return "activity buffer request";
+    case 8u << 16: return "unified memory activity init";
     default: return "overhead";
   }
 }

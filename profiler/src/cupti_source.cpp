@@ -9,6 +9,7 @@
 
 #include <cupti.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -103,6 +104,20 @@ std::uint8_t* new_buffer(std::size_t bytes) {
   auto* buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kAlignment, bytes));
   if (buffer != nullptr) std::memset(buffer, 0, bytes);
   return buffer;
+}
+
+// What lies past a completed buffer's valid bytes that CUPTI may have written: a record it
+// began and could not finish there (records are far smaller).
+constexpr std::size_t kRecordSlack = 64u << 10;
+
+// Tells CUPTI whether the buffers it is handed are all zeros. Unless told, CUPTI zeroes each
+// one (8 MiB) itself on the thread that needed it: the launching thread, once a flush (every
+// 200 ms) has completed its buffer (cupti_activity.h, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER).
+// A CUPTI without the attribute zeroes as before, which costs time, not records.
+void say_buffers_are_zeroed(bool zeroed) noexcept {
+  std::uint8_t value = zeroed ? 1 : 0;
+  std::size_t size = sizeof value;
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
 }
 
 // CUPTI's runtime callbacks by name; with launch_only, those the "launch" activity records:
@@ -266,6 +281,7 @@ void CuptiSource::start() {
     CUDASCOPE_CUPTI_CALL(cuptiActivityRegisterTimestampCallback(&cupti_timestamp));
     // API records then name threads by their OS id, as NVTX and the runtime do.
     CUDASCOPE_CUPTI_CALL(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
+    say_buffers_are_zeroed(true);  // before the first request: every buffer, pooled or new, is zeros
     CUDASCOPE_CUPTI_CALL(cuptiActivityRegisterCallbacks(
         reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(&requested_trampoline),
         reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(&completed_trampoline)));
@@ -395,6 +411,7 @@ void CuptiSource::stop() {
   if (runtime_fallback_) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   runtime_fallback_ = false;
   cuptiActivityFlushPeriod(0);
+  say_buffers_are_zeroed(false);  // a later client (torch.profiler) may hand CUPTI buffers of its own
   live_.store(nullptr);
 }
 
@@ -418,7 +435,7 @@ void CuptiSource::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, 
   *size = *buffer == nullptr ? 0 : bytes;
 }
 
-void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t,
+void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
                                       std::size_t valid_bytes) {
   if (buffer == nullptr) return;
   if (!discard_) {
@@ -432,7 +449,10 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
   if (cuptiActivityGetNumDroppedRecords(static_cast<CUcontext>(context), stream_id, &dropped) == CUPTI_SUCCESS) {
     dropped_.fetch_add(dropped, std::memory_order_relaxed);
   }
-  {
+  if (pool_has_room()) {
+    // Zeros again, here on CUPTI's worker rather than on the launching thread that asks next
+    // (say_buffers_are_zeroed): only what CUPTI wrote, the records and at most one unfinished.
+    std::memset(buffer, 0, std::min(size, valid_bytes + kRecordSlack));
     std::lock_guard lock(pool_mutex_);
     if (free_buffers_.size() < kPooledBuffers) {
       free_buffers_.push_back(buffer);
@@ -440,6 +460,11 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
     }
   }
   std::free(buffer);
+}
+
+bool CuptiSource::pool_has_room() {
+  std::lock_guard lock(pool_mutex_);
+  return free_buffers_.size() < kPooledBuffers;
 }
 
 void CuptiSource::requested_trampoline(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
