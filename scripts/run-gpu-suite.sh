@@ -31,7 +31,7 @@
 #             OVERHEAD_LOOP (mlp or transformer) as its --rounds, --configs and --loop)
 #   overhead_windows  metrics-only's per-kernel records switched on and off every half second
 #             inside one process, each window against the stretches beside it, on the MLP loop
-#             and the transformer step (run_window_overhead.py; about 3 minutes; run by name;
+#             and the transformer step (run_window_overhead.py; about 4 minutes; run by name;
 #             OVERHEAD_SECONDS, OVERHEAD_RUNS, OVERHEAD_ACTIVITIES and OVERHEAD_LOOP as its
 #             --seconds, --runs, --activities and --loop; each process's blocks and switches
 #             kept under OUT/overhead_windows). It switches

@@ -13,8 +13,9 @@ and memset records (and synchronisation records, with --activities default,sync)
 counted by the metrics. Outside, it keeps what it keeps throughout: device, context,
 device-memory and NVTX records, its threads and the server. The loop (overhead_workloads.py
 --windows) runs in blocks of a few hundredths of a second; each window's time per step is set
-against the stretches off on either side (window_phases.py; each stretch's figure the median of
-its blocks'), and the median over the windows is the records' cost. A plain process of the same loop, cut by a schedule drawn the same way
+against the nearest stretches off before and after it that hold a block (window_phases.py;
+each stretch's figure the median of its blocks'), and the median over the windows is the
+records' cost. A plain process of the same loop, cut by a schedule drawn the same way
 with nothing switched, gives the method's own spread: its median should sit at 1.
 
 What it does not see: what the recording costs while its records are off (CUPTI attached, the
@@ -82,6 +83,10 @@ def keep(args, name, blocks):
 def recorded_run(args, loop, run_index):
     """(wall costs, CPU costs, switch count) of one recorded process, or None."""
     log = os.path.join(args.keep or args.tmp, f"switches-{loop}-{run_index}")
+    try:
+        os.remove(log)  # the sampler appends: a kept log of an earlier bench must not
+    except FileNotFoundError:
+        pass
     blocks = run_process(args, loop, log)
     if blocks is None:
         return None

@@ -7,8 +7,8 @@ either side of it, a second or so apart: what moves between processes (15-25% on
 loop) and what drifts within one over tens of seconds (-4% to +7%) cancels, and the median of
 many such ratios resolves a cost of a percent.
 
-A block counts for a stretch when it lies wholly inside it and begins SETTLE after the switch
-that opened it ended (CUPTI's switch done, its first buffers handed out). A plain process gets
+A block counts for a stretch when it lies wholly inside it and begins SETTLE_NS after the switch
+that opened it ended. A plain process gets
 the same analysis over a schedule drawn as the sampler draws its own (synthetic_switches): its
 ratios are the method's own spread, with nothing switched.
 
@@ -18,7 +18,10 @@ import random
 import statistics
 import time
 
-SETTLE_NS = 50_000_000
+# How long after a switch ends its stretch's blocks start to count: after "on", CUPTI's switch
+# done and its first buffers handed out; after "off", also the window's last records flushed
+# (every 200 ms) and taken in by the recording's threads, whose CPU the process's time counts.
+SETTLE_NS = {"on": 50_000_000, "off": 250_000_000}
 
 
 def run_blocks(step, synchronize, seconds, block_steps, clock=time.monotonic_ns, cpu_clock=time.process_time_ns):
@@ -54,7 +57,7 @@ def read_switches(lines):
 def synthetic_switches(first_ns, last_ns, window_ns, period_ns, seed=0):
     """Switches of no length as the sampler would draw them from FIRST to LAST: in each period
     one slot of period // window slots, drawn at random, is on."""
-    slots = max(1, round(period_ns / window_ns))
+    slots = max(1, int(period_ns / window_ns + 0.5))  # llround's halves, as SamplingPlan::slots()
     slot_ns = period_ns // slots
     draw = random.Random(seed)
     switches = []
@@ -72,13 +75,14 @@ def stretches(switches):
 
 def stretch_means(blocks, switches, settle_ns=SETTLE_NS):
     """For each stretch: (state, seconds per step, CPU seconds per step), the median over its
-    blocks, or None per figure where no block lies wholly in it after SETTLE_NS. A median, not
+    blocks, or None per figure where no block lies wholly in it after its state's settling time
+    (SETTLE_NS: {state: ns}). A median, not
     a mean: a launch-bound loop's blocks have outliers (a garbage collection, the host's other
     work) that would move a half second's mean by more than the cost sought."""
     blocks = sorted(blocks)
     means = []
     for state, start, until in stretches(switches):
-        inside = [b for b in blocks if b[0] >= start + settle_ns and b[1] <= until]
+        inside = [b for b in blocks if b[0] >= start + settle_ns[state] and b[1] <= until]
         if not inside:
             means.append((state, None, None))
             continue

@@ -9,7 +9,6 @@
 
 #include <cupti.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,10 +104,6 @@ std::uint8_t* new_buffer(std::size_t bytes) {
   if (buffer != nullptr) std::memset(buffer, 0, bytes);
   return buffer;
 }
-
-// What lies past a completed buffer's valid bytes that CUPTI may have written: a record it
-// began and could not finish there (records are far smaller).
-constexpr std::size_t kRecordSlack = 64u << 10;
 
 // Tells CUPTI whether the buffers it is handed are all zeros. Unless told, CUPTI zeroes each
 // one (8 MiB) itself on the thread that needed it: the launching thread, once a flush (every
@@ -302,6 +297,7 @@ void CuptiSource::start() {
     const auto period = static_cast<std::uint32_t>(options_.flush_interval.count() > 0 ? options_.flush_interval.count() : 200);
     cuptiActivityFlushPeriod(period);
   } catch (...) {
+    say_buffers_are_zeroed(false);
     live_.store(nullptr);
     throw;
   }
@@ -398,6 +394,10 @@ void CuptiSource::unsubscribe_launch_callbacks() noexcept {
 void CuptiSource::stop() {
   if (!started_) return;
   started_ = false;
+  // However the calls below end: a later client (torch.profiler) hands CUPTI buffers of its own.
+  struct ZeroedBuffersNoMore {
+    ~ZeroedBuffersNoMore() { say_buffers_are_zeroed(false); }
+  } zeroed_buffers_no_more;
   unsubscribe_launch_callbacks();
   {
     std::lock_guard lock(kernel_mutex_);
@@ -411,7 +411,6 @@ void CuptiSource::stop() {
   if (runtime_fallback_) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   runtime_fallback_ = false;
   cuptiActivityFlushPeriod(0);
-  say_buffers_are_zeroed(false);  // a later client (torch.profiler) may hand CUPTI buffers of its own
   live_.store(nullptr);
 }
 
@@ -450,9 +449,10 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
     dropped_.fetch_add(dropped, std::memory_order_relaxed);
   }
   if (pool_has_room()) {
-    // Zeros again, here on CUPTI's worker rather than on the launching thread that asks next
-    // (say_buffers_are_zeroed): only what CUPTI wrote, the records and at most one unfinished.
-    std::memset(buffer, 0, std::min(size, valid_bytes + kRecordSlack));
+    // Zeros again, on the thread that completes it (CUPTI's worker, or a flush's caller)
+    // rather than on the launching thread that asks next (say_buffers_are_zeroed). All of it:
+    // nothing says CUPTI writes only the valid bytes.
+    std::memset(buffer, 0, size);
     std::lock_guard lock(pool_mutex_);
     if (free_buffers_.size() < kPooledBuffers) {
       free_buffers_.push_back(buffer);

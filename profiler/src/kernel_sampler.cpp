@@ -31,7 +31,7 @@ KernelSampler::~KernelSampler() { stop(); }
 void KernelSampler::start() {
   const std::string& log = sampling_->plan().switch_log;
   if (!log.empty()) {
-    switch_log_ = std::fopen(log.c_str(), "ae");
+    switch_log_.reset(std::fopen(log.c_str(), "ae"));
     if (!switch_log_) std::fprintf(stderr, "cudascope: no switch log: cannot open %s: %s\n", log.c_str(), std::strerror(errno));
   }
   sampling_->begin(sampling_->now());
@@ -42,10 +42,7 @@ void KernelSampler::start() {
       run();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "cudascope: kernel sampling stopped: %s\n", e.what());
-      if (sampling_->recording_kernels()) {
-        switch_kernels_(false);
-        sampling_->close(sampling_->now());
-      }
+      if (sampling_->recording_kernels()) switch_off();
     }
   });
 }
@@ -54,8 +51,7 @@ void KernelSampler::stop() {
   if (!thread_.joinable()) return;
   sampling_->stop();
   thread_.join();
-  if (switch_log_) std::fclose(switch_log_);
-  switch_log_ = nullptr;
+  switch_log_.reset();
 }
 
 void KernelSampler::switch_on(std::uint64_t weight) {
@@ -83,8 +79,8 @@ void KernelSampler::log_switch(bool on, Clock::time_point start, Clock::time_poi
   const auto ns = [](Clock::time_point t) {
     return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
   };
-  std::fprintf(switch_log_, "%s %lld %lld\n", on ? "on" : "off", ns(start), ns(end));
-  std::fflush(switch_log_);
+  std::fprintf(switch_log_.get(), "%s %lld %lld\n", on ? "on" : "off", ns(start), ns(end));
+  std::fflush(switch_log_.get());
 }
 
 void KernelSampler::record_full() {

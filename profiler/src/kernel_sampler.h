@@ -40,7 +40,10 @@ class KernelSampler {
   std::shared_ptr<KernelSampling> sampling_;
   std::function<void(bool)> switch_kernels_;
   std::thread thread_;
-  std::FILE* switch_log_ = nullptr;  // plan().switch_log, open while the thread runs
+  struct CloseFile {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, CloseFile> switch_log_;  // plan().switch_log, from start() on
 };
 
 }  // namespace cudascope::profiler::detail

@@ -15,13 +15,15 @@ MS = 1_000_000
 
 class VirtualLoop:
     """Steps of BASE_NS growing by DRIFT per second of the process, COST more while records are on
-    (the SWITCHES' stretches), and SETTLE_COST more in the first SETTLE_NS after any switch ends;
-    a clock that only steps advance. CPU time runs with the wall clock."""
+    (the SWITCHES' stretches), and SETTLE_COST more in each state's settling time after a switch
+    to it ends (after the states in SETTLING); a clock that only steps advance. CPU time runs
+    with the wall clock."""
 
-    def __init__(self, switches, base_ns=2 * MS, drift=0.01, cost=0.0, settle_cost=0.0):
+    def __init__(self, switches, base_ns=2 * MS, drift=0.01, cost=0.0, settle_cost=0.0, settling=("on", "off"),
+                 settle_ns=SETTLE_NS):
         self.now, self.base_ns, self.drift, self.cost, self.settle_cost = 0, base_ns, drift, cost, settle_cost
         self.spans = stretches(switches)
-        self.switch_ends = [end for _, _, end in switches]
+        self.settles = [(end, end + settle_ns[state]) for state, _, end in switches if state in settling]
 
     def clock(self):
         return self.now
@@ -30,7 +32,7 @@ class VirtualLoop:
         return any(state == "on" and start <= self.now < until for state, start, until in self.spans)
 
     def settling(self):
-        return any(end <= self.now < end + SETTLE_NS for end in self.switch_ends)
+        return any(start <= self.now < until for start, until in self.settles)
 
     def step(self):
         factor = (1 + self.drift * self.now / 1e9) * (1 + (self.cost if self.on() else 0.0))
@@ -75,6 +77,22 @@ class WindowPhasesTest(unittest.TestCase):
         self.assertTrue(costs)
         for c in costs:
             self.assertAlmostEqual(c, 10.0, delta=0.01)
+
+    def test_blocks_in_a_settling_time_do_not_count_even_where_they_are_most_of_a_stretch(self):
+        # Windows of 100 ms whose first 80 ms settle 10% slower, in blocks of one step: counted,
+        # the settling blocks would be most of each window's and move its median to 1.1.
+        settle = {"on": 80 * MS, "off": 0}
+        schedule = switches_from(synthetic_switches(0, 11 * 10**9, 100 * MS, 200 * MS, seed=5))
+        loop = VirtualLoop(schedule, base_ns=MS, drift=0.0, settle_cost=0.1, settling=("on",), settle_ns=settle)
+        costs = window_costs(blocks_of(loop, seconds=10, block_steps=1), schedule, settle_ns=settle)
+        self.assertGreater(len(costs), 10)
+        for c in costs:
+            self.assertAlmostEqual(c, 1.0, delta=0.01)
+
+    def test_the_drawn_schedule_rounds_slots_as_the_sampler_does(self):
+        # SamplingPlan::slots() rounds period / window half away from zero (llround): 2.5 -> 3.
+        drawn = synthetic_switches(0, 10**9, 400 * MS, 1000 * MS, seed=2)
+        self.assertEqual(drawn[1][1] - drawn[0][1], 1000 * MS // 3)
 
     def test_stretches_without_a_block_give_no_figure(self):
         loop = VirtualLoop(self.switches, drift=0.0)
