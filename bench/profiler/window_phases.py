@@ -55,8 +55,8 @@ def read_switches(lines):
 
 
 def synthetic_switches(first_ns, last_ns, window_ns, period_ns, seed=0):
-    """Switches of no length as the sampler would draw them from FIRST to LAST: in each period
-    one slot of period // window slots, drawn at random, is on."""
+    """Switches of no length as the sampler would draw them from FIRST to LAST: each period is
+    cut into period / window slots, rounded, and one of them, drawn at random, is on."""
     slots = max(1, int(period_ns / window_ns + 0.5))  # llround's halves, as SamplingPlan::slots()
     slot_ns = period_ns // slots
     draw = random.Random(seed)
@@ -76,9 +76,9 @@ def stretches(switches):
 def stretch_means(blocks, switches, settle_ns=SETTLE_NS):
     """For each stretch: (state, seconds per step, CPU seconds per step), the median over its
     blocks, or None per figure where no block lies wholly in it after its state's settling time
-    (SETTLE_NS: {state: ns}). A median, not
-    a mean: a launch-bound loop's blocks have outliers (a garbage collection, the host's other
-    work) that would move a half second's mean by more than the cost sought."""
+    (SETTLE_NS: {state: ns}). A median, not a mean: a launch-bound loop's blocks have outliers
+    (a garbage collection, the host's other work) that would move a half second's mean by more
+    than the cost sought."""
     blocks = sorted(blocks)
     means = []
     for state, start, until in stretches(switches):
