@@ -101,14 +101,14 @@ def recorded_run(args, loop, run_index):
 
 
 def plain_run(args, loop, run_index):
-    """(wall ratios, CPU ratios) of a plain process over a drawn schedule, or None."""
+    """(wall ratios, CPU ratios, 0 switches) of a plain process over a drawn schedule, or None."""
     blocks = run_process(args, loop)
     if not blocks:
         return None
     keep(args, f"blocks-plain-{loop}-{run_index}.json", blocks)
     switches = synthetic_switches(blocks[0][0], blocks[-1][1], int(args.window * 1e9), int(args.period * 1e9),
                                   seed=run_index)
-    return window_costs(blocks, switches), window_costs(blocks, switches, figure=2)
+    return window_costs(blocks, switches), window_costs(blocks, switches, figure=2), 0
 
 
 def summary(values):
@@ -122,20 +122,16 @@ def summary(values):
 def measure(args, loop):
     """Runs the loop's processes, alternating which comes first; prints its lines; the median
     cost (None without a window)."""
-    wall, cpu, plain_wall, plain_cpu, switches = [], [], [], [], 0
+    runs = {"recorded": recorded_run, "plain": plain_run}
+    totals = {kind: ([], [], 0) for kind in runs}  # wall ratios, CPU ratios, switches
     for r in range(args.runs):
-        order = [recorded_run, plain_run] if r % 2 == 0 else [plain_run, recorded_run]
-        for run in order:
-            result = run(args, loop, r)
-            print(f"{loop} run {r + 1}/{args.runs}, {'recorded' if run is recorded_run else 'plain'}: "
-                  f"{summary(result[0]) if result else 'failed'}", file=sys.stderr, flush=True)
-            if result and run is recorded_run:
-                wall += result[0]
-                cpu += result[1]
-                switches += result[2]
-            elif result:
-                plain_wall += result[0]
-                plain_cpu += result[1]
+        for kind in (["recorded", "plain"] if r % 2 == 0 else ["plain", "recorded"]):
+            result = runs[kind](args, loop, r)
+            print(f"{loop} run {r + 1}/{args.runs}, {kind}: {summary(result[0]) if result else 'failed'}",
+                  file=sys.stderr, flush=True)
+            if result:
+                totals[kind] = tuple(total + part for total, part in zip(totals[kind], result))
+    (wall, cpu, switches), (plain_wall, plain_cpu, _) = totals["recorded"], totals["plain"]
     print(f"\n### {loop}: {args.runs} run(s) of {args.seconds:g} s, records on {args.window:g} s in every {args.period:g} s\n")
     print(f"- records on over off (metrics-only's per-kernel records): {summary(wall)}; "
           f"CPU seconds per step {summary(cpu)}; {switches} switches")

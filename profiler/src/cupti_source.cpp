@@ -448,11 +448,12 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
   if (cuptiActivityGetNumDroppedRecords(static_cast<CUcontext>(context), stream_id, &dropped) == CUPTI_SUCCESS) {
     dropped_.fetch_add(dropped, std::memory_order_relaxed);
   }
-  if (pool_has_room()) {
-    // Zeros again, on the thread that completes it (CUPTI's worker, or a flush's caller)
-    // rather than on the launching thread that asks next (say_buffers_are_zeroed). All of it:
-    // nothing says CUPTI writes only the valid bytes.
-    std::memset(buffer, 0, size);
+  // Zeros again, on the thread that completes it (CUPTI's worker, or a flush's caller)
+  // rather than on the launching thread that asks next (say_buffers_are_zeroed). All of it:
+  // nothing says CUPTI writes only the valid bytes. (A buffer the full pool then frees was
+  // zeroed for nothing; the pool is full only after a burst of requests found it empty.)
+  std::memset(buffer, 0, size);
+  {
     std::lock_guard lock(pool_mutex_);
     if (free_buffers_.size() < kPooledBuffers) {
       free_buffers_.push_back(buffer);
@@ -460,11 +461,6 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
     }
   }
   std::free(buffer);
-}
-
-bool CuptiSource::pool_has_room() {
-  std::lock_guard lock(pool_mutex_);
-  return free_buffers_.size() < kPooledBuffers;
 }
 
 void CuptiSource::requested_trampoline(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {

@@ -68,7 +68,6 @@ class CuptiSource : public DeviceSource {
                                    std::size_t valid_bytes);
 
  private:
-  bool pool_has_room();
   static void requested_trampoline(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
   static void completed_trampoline(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
                                    std::size_t valid_bytes);
