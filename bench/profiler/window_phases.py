@@ -14,9 +14,11 @@ ratios are the method's own spread, with nothing switched.
 
 Torch-free, so the estimator is tested on a virtual clock (tests/tools/window_phases_test.py);
 overhead_workloads.py --windows runs run_blocks on the PyTorch loops."""
+import math
 import random
 import statistics
 import time
+from fractions import Fraction
 
 # How long after a switch ends its stretch's blocks start to count: after "on", CUPTI's switch
 # done and its first buffers handed out; after "off", also the window's last records flushed
@@ -105,3 +107,22 @@ def window_costs(blocks, switches, figure=1, settle_ns=SETTLE_NS):
             costs.append(value / ((before + after) / 2))
     return costs
 
+
+
+def median_interval(values, level=0.95):
+    """(low, high): the interval between two order statistics that holds the median of what VALUES
+    were drawn from with at least LEVEL's chance, whatever its distribution (values drawn
+    independently): the k-th lowest and the k-th highest, k the largest for which fewer than k
+    values below the median has a chance of at most (1 - LEVEL) / 2 (binomial, one half). None
+    for too few values (under 6 at 0.95). The windows' spread is wide and their median alone says
+    nothing of how many more windows a verdict needs; this does."""
+    ordered = sorted(values)
+    n = len(ordered)
+    tail = Fraction(1 - level) / 2 * 2**n  # in counts of the 2**n equally likely sign patterns
+    below, k = 0, 0
+    while k < n:
+        below += math.comb(n, k)  # patterns with at most k values below the median
+        if below > tail:
+            break
+        k += 1
+    return (ordered[k - 1], ordered[n - k]) if k > 0 else None

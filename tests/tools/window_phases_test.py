@@ -4,11 +4,19 @@ process's life and costs a known fraction more while records are on, cut into bl
 sampler's schedule of switches. Each window over its sides must give the cost and nothing of
 the drift; a block across a switch, or inside the settling time after one, must not count; a
 plain loop over a drawn schedule must give 1."""
+import json
+import math
+import os
+import random
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import unittest
 
-from window_phases import (SETTLE_NS, read_switches, run_blocks, stretch_means, stretches, synthetic_switches,
-                           window_costs)
+from window_phases import (SETTLE_NS, median_interval, read_switches, run_blocks, stretch_means, stretches,
+                           synthetic_switches, window_costs)
 
 MS = 1_000_000
 
@@ -119,3 +127,85 @@ class WindowPhasesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MedianIntervalTest(unittest.TestCase):
+    def test_ten_values_give_the_second_lowest_and_the_second_highest(self):
+        # Of 2**10 sign patterns 11 have at most one value below the median (within 2.5% of them:
+        # 25.6), 56 at most two (beyond): k = 2.
+        self.assertEqual(median_interval([7, 3, 9, 1, 5, 8, 2, 10, 4, 6]), (2, 9))
+
+    def test_too_few_values_give_no_interval(self):
+        self.assertIsNone(median_interval([1.0, 2.0, 3.0, 4.0, 5.0]))  # 2 of 32 patterns: over 2.5% each side
+        self.assertEqual(median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), (1.0, 6.0))
+        self.assertIsNone(median_interval([]))
+
+    def test_it_holds_a_skewed_distributions_median_as_often_as_it_says(self):
+        draw = random.Random(7)
+        median = math.log(2)  # an exponential's, far from its mean (1)
+        trials, held = 2000, 0
+        for _ in range(trials):
+            low, high = median_interval([draw.expovariate(1.0) for _ in range(25)])
+            held += low <= median <= high
+        # 25 values: the 8th and 18th, which hold it 95.7% of the time; 2000 trials put the count
+        # within about 0.5% of that.
+        self.assertGreaterEqual(held / trials, 0.94)
+        self.assertLessEqual(held / trials, 0.975)
+
+    def test_it_narrows_as_the_values_grow(self):
+        draw = random.Random(3)
+        values = [draw.gauss(1.0, 0.06) for _ in range(1600)]
+        low, high = median_interval(values[:100])
+        wide = high - low
+        low, high = median_interval(values)
+        # Sixteen times the values, a quarter of the width (it shrinks as one over the square root).
+        self.assertLess(high - low, wide / 2)
+        self.assertLess(low, 1.0)
+        self.assertGreater(high, 1.0)
+
+
+BENCH = os.path.join(os.path.dirname(sys.modules["window_phases"].__file__), "run_window_overhead.py")
+
+
+class KeptRunsTest(unittest.TestCase):
+    """Two folders as two device calls' --keep leave them: a recorded process's blocks and switch
+    log, a plain process's blocks, named by loop and run index."""
+
+    def keep_run(self, folder, run_index, cost, seed):
+        switches = switches_from(synthetic_switches(0, 41 * 10**9, 500 * MS, 1000 * MS, seed=seed))
+        with open(os.path.join(folder, f"switches-mlp-{run_index}"), "w") as f:
+            f.writelines(f"{state} {start} {end}\n" for state, start, end in switches)
+        for kind, loop in (("recorded", VirtualLoop(switches, cost=cost)), ("plain", VirtualLoop([]))):
+            with open(os.path.join(folder, f"blocks-{kind}-mlp-{run_index}.json"), "w") as f:
+                json.dump(blocks_of(loop), f)
+
+    def bench(self, *args):
+        return subprocess.run([sys.executable, BENCH, *args], capture_output=True, text=True, timeout=120)
+
+    def test_processes_of_several_folders_are_pooled(self):
+        with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
+            self.keep_run(first, 0, 0.04, seed=3)
+            self.keep_run(second, 0, 0.04, seed=5)
+            self.keep_run(second, 1, 0.04, seed=6)
+            one = self.bench("--kept", first, "--loop", "mlp")
+            both = self.bench("--kept", first, second)
+        self.assertEqual(both.returncode, 1, both.stderr)  # 4% is over the 2% budget
+        self.assertIn("6 kept process(es) from 2 folder(s)", both.stdout)
+        windows = {name: int(re.search(r"FAIL metrics-only \(windows, mlp\): ([0-9.]+) .*?, (\d+) windows;",
+                                       run.stdout)[2]) for name, run in (("one", one), ("both", both))}
+        self.assertGreater(windows["one"], 15)
+        self.assertGreater(windows["both"], 2.5 * windows["one"], "three recorded processes against one")
+        cost = float(re.search(r"FAIL metrics-only \(windows, mlp\): ([0-9.]+)", both.stdout)[1])
+        self.assertAlmostEqual(cost, 1.04, delta=0.003)
+        null = float(re.search(r"plain over its drawn schedule ([0-9.]+)x", both.stdout)[1])
+        self.assertAlmostEqual(null, 1.0, delta=0.003)
+        self.assertIn("95% CI", both.stdout)
+
+    def test_a_folder_without_kept_processes_is_an_error(self):
+        with tempfile.TemporaryDirectory() as empty:
+            run = self.bench("--kept", empty)
+            missing = self.bench("--kept", os.path.join(empty, "nothing"))
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("no mlp or transformer process kept in", run.stderr)
+        self.assertNotEqual(missing.returncode, 0)
+        self.assertIn("no such folder", missing.stderr)
