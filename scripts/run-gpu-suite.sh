@@ -34,8 +34,11 @@
 #             and the transformer step (run_window_overhead.py; about 4 minutes; run by name;
 #             OVERHEAD_SECONDS, OVERHEAD_RUNS, OVERHEAD_ACTIVITIES and OVERHEAD_LOOP as its
 #             --seconds, --runs, --activities and --loop; each process's blocks and switches
-#             kept under OUT/overhead_windows). It switches
-#             CUPTI's records, as the opt-in sampling does (below)
+#             kept under OUT/overhead_windows, which run_window_overhead.py --kept pools with
+#             other calls' without a GPU). Its lines give the median's 95% interval; the MLP
+#             loop needs about four runs (OVERHEAD_LOOP=mlp OVERHEAD_RUNS=4, about 7 minutes)
+#             for one a few percent wide. It switches CUPTI's records, as the opt-in sampling
+#             does (below)
 #   sampling  opt-in sampled kernel records (CUDASCOPE_METRICS_SAMPLING=1; run by name, not by
 #             default: switching CUPTI's records has crashed its worker thread, docs/metrics.md):
 #             the journey-2 job's estimate against its traced count, then the job again and again
