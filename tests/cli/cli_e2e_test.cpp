@@ -62,8 +62,10 @@ TEST(CliE2eTest, ReplayWritesPyTorchsMemoryStatsAndTheSummary) {
   EXPECT_THAT(r.output, HasSubstr("CUDA OOMs: " + std::to_string(torch["num_ooms"].get<long long>())));
 }
 
-// --snapshot: the history of the whole replay, one segment_alloc per cudaMalloc the stats count
-// and one alloc per allocation, each segment at an address of its own, all released at the end.
+// --snapshot: the history of the whole replay, one segment_alloc per cudaMalloc and one
+// segment_free per cudaFree the stats count, one alloc per allocation, each segment at an
+// address of its own; and the segments the sequence ends with, as the stats count them (the
+// snapshot is taken before the replay frees what is left, which the sequence never did).
 TEST(CliE2eTest, ReplayWritesTheSnapshotOfItsHistory) {
   const std::string stats_path = temp("replay_history_stats.json"), snapshot_path = temp("replay_history.json");
   const auto r = run_cli("CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_MEMORY=128GiB", "replay " + data("replay_default_s1.jsonl.gz") +
@@ -84,11 +86,19 @@ TEST(CliE2eTest, ReplayWritesTheSnapshotOfItsHistory) {
     if (action == "segment_free") live_segments.erase(addr);
   }
   EXPECT_EQ(actions["segment_alloc"], stats["num_device_alloc"].get<long long>());
-  // The stats are taken before the replay releases what is left; the history goes on to it.
-  EXPECT_EQ(actions["segment_free"], actions["segment_alloc"]);
-  EXPECT_GE(actions["segment_free"], stats["num_device_free"].get<long long>());
+  EXPECT_EQ(actions["segment_free"], stats["num_device_free"].get<long long>());
   EXPECT_EQ(actions["alloc"], stats["allocation.all.allocated"].get<long long>());
   EXPECT_FALSE(segment_reused_while_live);
+  const long long segments_left = stats["segment.all.current"].get<long long>();
+  ASSERT_GT(segments_left, 0) << "the sequence ends holding memory";
+  EXPECT_EQ(static_cast<long long>(live_segments.size()), segments_left);
+  EXPECT_EQ(static_cast<long long>(snapshot["segments"].size()), segments_left);
+  long long reserved = 0;
+  for (const auto& segment : snapshot["segments"]) {
+    reserved += segment["total_size"].get<long long>();
+    EXPECT_TRUE(live_segments.contains(segment["address"].get<std::uint64_t>())) << segment.dump().substr(0, 200);
+  }
+  EXPECT_EQ(reserved, stats["reserved_bytes.all.current"].get<long long>());
   const auto bad = run_cli("CUDASCOPE_BACKEND=sim", "replay " + data("replay_default_s1.jsonl.gz") + " --snapshot " +
                                                         temp("replay_history.txt"));
   EXPECT_NE(bad.exit_code, 0);
@@ -112,6 +122,33 @@ TEST(CliE2eTest, ReplayKeepsItsStatsWhenTheSnapshotCannotBeWritten) {
   EXPECT_EQ(read(snapshot_path), "earlier");
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(snapshot_path).parent_path()))
     EXPECT_EQ(entry.path().filename().string().find("replay_limited.json.partial"), std::string::npos) << entry.path();
+}
+
+// Stats that cannot be written (past a file-size limit of 1 KiB) fail the command and leave the
+// file they were to replace as it was, with no half file beside it.
+TEST(CliE2eTest, ReplayKeepsTheEarlierStatsWhenNewOnesCannotBeWritten) {
+  const std::string stats_path = temp("replay_stats_limited.json");
+  { std::ofstream(stats_path) << "{\"earlier\": 1}\n"; }
+  const auto r = run_shell("trap '' XFSZ; ulimit -f 2; CUDASCOPE_BACKEND=sim CUDASCOPE_SIM_MEMORY=128GiB " +
+                           std::string(CUDASCOPE_CLI_PATH) + " replay " + data("replay_default_s1.jsonl.gz") +
+                           " --stats-json " + stats_path);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--stats-json: cannot write '" + stats_path + "'"));
+  EXPECT_EQ(read(stats_path), "{\"earlier\": 1}\n");
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(stats_path).parent_path()))
+    EXPECT_EQ(entry.path().filename().string().find("replay_stats_limited.json.partial"), std::string::npos)
+        << entry.path();
+}
+
+// One file for both outputs is refused before the replay runs: only the last written would stay.
+TEST(CliE2eTest, ReplayRefusesOneFileForItsStatsAndItsSnapshot) {
+  const std::string path = temp("replay_both.json");
+  std::filesystem::remove(path);
+  const auto r = run_cli("CUDASCOPE_BACKEND=sim", "replay " + data("replay_default_s1.jsonl.gz") + " --stats-json " +
+                                                      path + " --snapshot " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("is also --stats-json"));
+  EXPECT_FALSE(std::filesystem::exists(path)) << "refused before anything was written";
 }
 
 TEST(CliE2eTest, StatsPrintsTheTablesKeptBesideTheTraces) {

@@ -193,7 +193,8 @@ FlatObject read_header(LineReader& lines) {
 namespace {
 
 // The ops after the header, through the caching allocator of `device` (replay_session.h).
-std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObject& header, int device) {
+std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObject& header, int device,
+                                               const ReplayEnd& at_end = {}) {
   const std::string& name = lines.name();
   const AllocatorConfig config = AllocatorConfig::parse(header.has("conf") ? header.text("conf") : "", name + " conf");
   std::optional<std::size_t> limit;
@@ -231,7 +232,9 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
       op.fail("unknown op \"" + kind + "\"; valid: alloc, free, empty_cache, reset_peak, reset_accumulated");
     }
   }
-  return memory_stats(device);
+  auto stats = memory_stats(device);
+  if (at_end) at_end();  // before the session frees what the sequence left
+  return stats;
 }
 
 }  // namespace
@@ -247,7 +250,8 @@ namespace {
 
 // Streamed line by line: memory stays bounded by one line whatever the file holds, and a
 // file that is not a sequence fails on its first line, before any device is touched.
-std::map<std::string, std::int64_t> replay_path(const std::string& path, const std::vector<std::uintptr_t>* addresses) {
+std::map<std::string, std::int64_t> replay_path(const std::string& path, const std::vector<std::uintptr_t>* addresses,
+                                                const ReplayEnd& at_end = {}) {
   std::string error;
   const std::uint64_t budget = util::input_budget();
   auto source = util::open_input(path, budget, error);
@@ -255,11 +259,11 @@ std::map<std::string, std::int64_t> replay_path(const std::string& path, const s
   LineReader lines(*source, path, budget);
   const FlatObject header = read_header(lines);
   const int device = current_device();
-  if (addresses == nullptr) return replay_ops(lines, header, device);
+  if (addresses == nullptr) return replay_ops(lines, header, device, at_end);
   detail::alloc::set_recorded_addresses(device, *addresses);
   std::map<std::string, std::int64_t> stats;
   try {
-    stats = replay_ops(lines, header, device);
+    stats = replay_ops(lines, header, device, at_end);
   } catch (...) {
     detail::alloc::set_recorded_addresses(device, {});
     throw;
@@ -315,6 +319,11 @@ std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string
 std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
                                                                const std::vector<std::uintptr_t>& addresses) {
   return replay_path(path, &addresses);
+}
+
+std::map<std::string, std::int64_t> replay_file(const std::string& path, const std::vector<std::uintptr_t>& addresses,
+                                                const ReplayEnd& at_end) {
+  return replay_path(path, addresses.empty() ? nullptr : &addresses, at_end);
 }
 
 std::vector<std::uintptr_t> read_recorded_addresses(const std::string& addresses_path) {

@@ -230,6 +230,8 @@ Snapshot memory_snapshot();
 // (protocol 4) that PyTorch's tools read; a further ".gz" compresses. Throws cuda::Error
 // naming the path when it cannot be written or the extension is unknown.
 void dump_snapshot(const std::string& path);
+// The same of a snapshot taken earlier.
+void dump_snapshot(const Snapshot& snapshot, const std::string& path);
 // Writers used by dump_snapshot.
 std::string snapshot_to_json(const Snapshot& snapshot);
 std::string snapshot_to_pickle(const Snapshot& snapshot);
@@ -266,6 +268,12 @@ std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string
 // The same with the list already read by read_recorded_addresses().
 std::map<std::string, std::int64_t> replay_file_with_addresses(const std::string& path,
                                                                const std::vector<std::uintptr_t>& addresses);
+// Called once a replay's last op has run, while the replay still holds what the sequence left
+// allocated, before it frees that: where memory_snapshot() shows the sequence's end state.
+using ReplayEnd = std::function<void()>;
+// replay_file(), and with `addresses` not empty replay_file_with_addresses(), calling `at_end`.
+std::map<std::string, std::int64_t> replay_file(const std::string& path, const std::vector<std::uintptr_t>& addresses,
+                                                const ReplayEnd& at_end);
 // Reads a list of recorded addresses (a JSON list of unsigned 64-bit integers, plain or
 // gzip). Throws cuda::Error naming the file and the offset of what is not such a list (a
 // value past 2^64-1 included), so a caller can refuse the file before any replay starts.
