@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 // Throws std::runtime_error naming the CUPTI call, its result, file and line.
@@ -244,6 +245,7 @@ void record_nccl_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& call) n
 }
 
 std::atomic<CuptiSource*> CuptiSource::live_{nullptr};
+std::atomic<int> CuptiSource::callbacks_in_flight_{0};
 
 CuptiSource::CuptiSource(const SessionOptions& options)
     : options_(options),
@@ -265,7 +267,7 @@ void CuptiSource::start() {
   try {
     {
       // Ready before the first request: a request never allocates or faults pages.
-      const std::size_t bytes = (options_.cupti_buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
+      const std::size_t bytes = buffer_bytes();
       std::lock_guard lock(pool_mutex_);
       while (free_buffers_.size() < kPooledBuffers) {
         std::uint8_t* buffer = new_buffer(bytes);
@@ -297,8 +299,11 @@ void CuptiSource::start() {
     const auto period = static_cast<std::uint32_t>(options_.flush_interval.count() > 0 ? options_.flush_interval.count() : 200);
     cuptiActivityFlushPeriod(period);
   } catch (...) {
+    // Nothing left behind: kinds enabled before the failure would cost the program their
+    // records' time, every record then dropped (no live source to take it).
+    disable_session_records();
     say_buffers_are_zeroed(false);
-    live_.store(nullptr);
+    release_live_source();
     throw;
   }
   {
@@ -403,7 +408,18 @@ void CuptiSource::stop() {
     std::lock_guard lock(kernel_mutex_);
     if (kernel_records_on_) switch_sampled_kinds(false);
   }
-  CUDASCOPE_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  // Every step below runs even when the flush fails: CUPTI must not be left calling a source
+  // that is about to be destroyed.
+  const CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  disable_session_records();
+  release_live_source();
+  CUDASCOPE_CUPTI_CALL(flushed);
+}
+
+// What start() enabled for the session, off again, and CUPTI's periodic flush with it.
+// Disabling a kind that was not enabled does nothing, so this also undoes a start that failed
+// part way.
+void CuptiSource::disable_session_records() noexcept {
   for (CUpti_ActivityKind kind : session_kinds(options_.activities, options_.kernel_sampling != nullptr)) cuptiActivityDisable(kind);
   if (!options_.kernel_sampling) {
     for (CUpti_CallbackId cbid : picked_runtime_callbacks(options_.activities)) cuptiActivityEnableRuntimeApi(cbid, 0);
@@ -411,7 +427,18 @@ void CuptiSource::stop() {
   if (runtime_fallback_) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
   runtime_fallback_ = false;
   cuptiActivityFlushPeriod(0);
+}
+
+// No buffer callback reaches this source once this returns: callbacks that found it live
+// before it was released have finished (CUPTI's worker may be in one; the source may be
+// destroyed next).
+void CuptiSource::release_live_source() noexcept {
   live_.store(nullptr);
+  while (callbacks_in_flight_.load() != 0) std::this_thread::yield();
+}
+
+std::size_t CuptiSource::buffer_bytes() const noexcept {
+  return (options_.cupti_buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
 void CuptiSource::deliver_completed() noexcept {
@@ -419,7 +446,7 @@ void CuptiSource::deliver_completed() noexcept {
 }
 
 void CuptiSource::on_buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
-  const std::size_t bytes = (options_.cupti_buffer_bytes + kAlignment - 1) / kAlignment * kAlignment;
+  const std::size_t bytes = buffer_bytes();
   *max_records = 0;  // as many as fit
   {
     std::lock_guard lock(pool_mutex_);
@@ -452,8 +479,10 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
   // rather than on the launching thread that asks next (say_buffers_are_zeroed). All of it:
   // nothing says CUPTI writes only the valid bytes. (A buffer the full pool then frees was
   // zeroed for nothing; the pool is full only after a burst of requests found it empty.)
-  std::memset(buffer, 0, size);
-  {
+  // A buffer of another size (handed out by an earlier session with other options, completed
+  // only now) would be handed out again as this session's size: freed instead.
+  if (size == buffer_bytes()) {
+    std::memset(buffer, 0, size);
     std::lock_guard lock(pool_mutex_);
     if (free_buffers_.size() < kPooledBuffers) {
       free_buffers_.push_back(buffer);
@@ -463,7 +492,16 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
   std::free(buffer);
 }
 
+// Counts a buffer callback in flight for as long as it may use the source it finds live.
+struct CuptiSource::InFlight {
+  InFlight() noexcept { callbacks_in_flight_.fetch_add(1); }
+  ~InFlight() { callbacks_in_flight_.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
+
 void CuptiSource::requested_trampoline(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  const InFlight in_flight;
   CuptiSource* source = live_.load();
   if (source == nullptr) {
     *buffer = nullptr;
@@ -476,6 +514,7 @@ void CuptiSource::requested_trampoline(std::uint8_t** buffer, std::size_t* size,
 
 void CuptiSource::completed_trampoline(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
                                        std::size_t valid_bytes) {
+  const InFlight in_flight;
   CuptiSource* source = live_.load();
   if (source == nullptr) {
     std::free(buffer);

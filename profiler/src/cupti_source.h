@@ -72,6 +72,12 @@ class CuptiSource : public DeviceSource {
   static void completed_trampoline(void* context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t size,
                                    std::size_t valid_bytes);
   static std::atomic<CuptiSource*> live_;
+  // Buffer callbacks running now (any source): release_live_source() waits for them.
+  static std::atomic<int> callbacks_in_flight_;
+  struct InFlight;
+  void release_live_source() noexcept;
+  void disable_session_records() noexcept;
+  std::size_t buffer_bytes() const noexcept;  // each buffer's: options_.cupti_buffer_bytes, aligned
 
   const SessionOptions options_;
   std::mutex decode_mutex_;
