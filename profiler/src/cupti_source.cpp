@@ -9,6 +9,7 @@
 
 #include <cupti.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -431,10 +432,12 @@ void CuptiSource::disable_session_records() noexcept {
 
 // No buffer callback reaches this source once this returns: callbacks that found it live
 // before it was released have finished (CUPTI's worker may be in one; the source may be
-// destroyed next).
+// destroyed next). A callback decodes one buffer, milliseconds; the wait is bounded all the
+// same, for a child forked while another thread was in one, whose count nothing brings down.
 void CuptiSource::release_live_source() noexcept {
   live_.store(nullptr);
-  while (callbacks_in_flight_.load() != 0) std::this_thread::yield();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (callbacks_in_flight_.load() != 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
 }
 
 std::size_t CuptiSource::buffer_bytes() const noexcept {
