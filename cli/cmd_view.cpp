@@ -1,6 +1,7 @@
 // `cudascope view FILE...`: opens the Qt viewer on snapshots and traces (told apart by
 // content, each trace in its own tab) by exec'ing cudascope-viewer, looked up next to this
 // executable first, then on PATH.
+#include "checks.h"
 #include "command.h"
 
 #include <cerrno>
@@ -57,7 +58,8 @@ CUDASCOPE_COMMAND(view, 61) {
   sub->add_option("--compare", options->compare, "a second snapshot to compare against FILE")->check(CLI::ExistingFile);
   CLI::Option* screenshot = sub->add_option(
       "--screenshot", options->screenshot,
-      "once the files are shown, save the window as this PNG and quit (without a display, run under xvfb-run)");
+      "once the files are shown, save the window as this PNG and quit (without a display, drawn offscreen)")
+      ->check(cudascope::cli::WritableFile());
   CLI::Option* select = sub->add_option("--select", options->select,
                                         "with --screenshot: select the first event whose name contains TEXT, as the "
                                         "viewer's search box does (zoomed to, its details shown)")

@@ -11,8 +11,38 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace {
+
+bool has_display() { return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"); }
+
+// Whether the command line asks only for what needs no screen: the help, or a screenshot.
+bool needs_no_screen(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (std::strcmp(arg, "-h") == 0 || std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "--help-all") == 0 ||
+        std::strncmp(arg, "--screenshot", 12) == 0)
+      return true;
+  }
+  return false;
+}
+
+// Qt aborts when its platform cannot start, as X11's does without a display. With no display
+// and no platform asked for, the help and --screenshot run on Qt's offscreen platform, which
+// draws the window as a screen would; a window to work in cannot, and the viewer says why
+// instead of aborting. False then.
+bool choose_platform(int argc, char** argv) {
+  if (!qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") || has_display()) return true;
+  if (needs_no_screen(argc, argv)) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    return true;
+  }
+  std::fprintf(stderr,
+               "cudascope-viewer: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset): run it in a "
+               "desktop session, over ssh -X, or under xvfb-run; --screenshot FILE.png needs no display\n");
+  return false;
+}
 
 // --screenshot: a run that saves the window once the files are shown, and the application's
 // end with its outcome.
@@ -33,6 +63,7 @@ void screenshot_then_quit(cudascope::gui::MainWindow& window, cudascope::gui::Sc
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!choose_platform(argc, argv)) return 1;
   QApplication app(argc, argv);
   QApplication::setApplicationName("cudascope-viewer");
   QCommandLineParser parser;
@@ -46,7 +77,7 @@ int main(int argc, char** argv) {
   parser.addOption(compare);
   QCommandLineOption screenshot("screenshot",
                                 "once the files are shown, save the window as a PNG and quit (exit 1 if a file cannot be "
-                                "opened or --select finds nothing); without a display, run under xvfb-run",
+                                "opened or --select finds nothing); without a display, drawn offscreen",
                                 "FILE.png");
   QCommandLineOption select("select",
                             "with --screenshot: select the first event in time whose name contains TEXT, as the search box "

@@ -347,6 +347,20 @@ TEST(CliE2eTest, ViewSavesAScreenshotWithTheSelectedEvent) {
                             "view --screenshot " + png + " --select no_such_event_name " + trace);
   EXPECT_EQ(none.exit_code, 1) << none.output;
 }
+
+// With no display and no Qt platform asked for, a window cannot open: the viewer says why and
+// exits 1 (Qt alone aborts); a screenshot needs no display and is drawn offscreen.
+TEST(CliE2eTest, ViewWithoutADisplaySaysSoAndStillTakesScreenshots) {
+  const std::string snapshot = data("snap_small.json"), png = temp("view_no_display.png");
+  const std::string no_display = "env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM CUDASCOPE_VIEWER_NO_DIALOGS=1";
+  const auto window = run_cli(no_display, "view " + snapshot);
+  EXPECT_EQ(window.exit_code, 1) << window.output;
+  EXPECT_THAT(window.output, HasSubstr("no display to open a window on"));
+  std::filesystem::remove(png);
+  const auto saved = run_cli(no_display, "view --screenshot " + png + " " + snapshot);
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  EXPECT_EQ(read(png).substr(1, 3), "PNG");
+}
 #endif  // CUDASCOPE_VIEWER_BUILT
 
 // The (ph, cat) pairs of a trace's events.
