@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -105,7 +106,13 @@ int run_replay(const ReplayOptions& options) {
     cuda::memory::record_memory_history("all", std::nullopt, "python", 1'000'000);
     at_end = [&end_state] { end_state = cuda::memory::memory_snapshot(); };
   }
-  const auto stats = cuda::memory::replay_file(options.file, addresses, at_end);
+  std::map<std::string, std::int64_t> stats;
+  try {
+    stats = cuda::memory::replay_file(options.file, addresses, at_end);
+  } catch (const cuda::Error& e) {  // the file and line at fault, not the code's
+    std::fprintf(stderr, "cudascope replay: error: %s\n", replay_error_detail(e).c_str());
+    return 1;
+  }
   // The stats first: a snapshot that cannot be written loses nothing else.
   if (!write_stats(options, stats)) return 1;
   if (options.summary) std::fputs(cuda::format_memory_summary(stats, cuda::current_device(), false).c_str(), stderr);

@@ -122,6 +122,20 @@ TEST(ReplayFileTest, BadLinesNameTheFileAndLine) {
               ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr("max_split_size_mb")));
 }
 
+// A second alloc of an id still allocated would lose the first block to the sequence: an
+// error naming the line. An id whose alloc failed, or that was freed, may come again.
+TEST(ReplayFileTest, AnIdAllocatedTwiceWithoutAFreeIsAnError) {
+  std::istringstream twice("{\"conf\": \"\"}\n{\"op\": \"alloc\", \"id\": 7, \"size\": 100}\n"
+                           "{\"op\": \"alloc\", \"id\": 7, \"size\": 200}\n");
+  EXPECT_THAT([&] { cuda::memory::replay(twice, "seq.jsonl"); },
+              ::testing::ThrowsMessage<cuda::Error>(::testing::AllOf(::testing::HasSubstr("seq.jsonl:3"),
+                                                                      ::testing::HasSubstr("id 7 is allocated already"))));
+  EXPECT_EQ(cuda::detail::alloc::live_allocations(0), 0u);
+  std::istringstream again("{\"conf\": \"\"}\n{\"op\": \"alloc\", \"id\": 7, \"size\": 100}\n"
+                           "{\"op\": \"free\", \"id\": 7}\n{\"op\": \"alloc\", \"id\": 7, \"size\": 200}\n");
+  EXPECT_EQ(cuda::memory::replay(again, "seq.jsonl").at("allocation.all.allocated"), 2);
+}
+
 TEST(ReplayFileTest, AStreamCountOutsideOneTo65IsAnErrorBeforeAnyOp) {
   for (const char* count : {"0", "66", "-3"}) {
     std::istringstream in(std::string("{\"conf\": \"\", \"streams\": ") + count +

@@ -217,9 +217,11 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
       if (s < 0 || s > 64) op.fail("stream index out of range");
       const std::int64_t size = op.number("size");
       if (size < 0) op.fail("\"size\" is negative: " + std::to_string(size));
+      const auto id = static_cast<std::uint64_t>(op.number("id"));
+      // The first block would be lost to the sequence, never freed: not a recording.
+      if (session.holds(id)) op.fail("id " + std::to_string(id) + " is allocated already (no free of it since)");
       // Recorded sequences include allocations that fail under a memory limit.
-      session.alloc(static_cast<std::uint64_t>(op.number("id")), static_cast<std::size_t>(size),
-                    static_cast<std::size_t>(s));
+      session.alloc(id, static_cast<std::size_t>(size), static_cast<std::size_t>(s));
     } else if (kind == "free") {
       session.free(static_cast<std::uint64_t>(op.number("id")));
     } else if (kind == "empty_cache") {

@@ -42,6 +42,8 @@ class ReplaySession {
   void reset_peak();
   void reset_accumulated();
   int device() const { return device_; }
+  // Whether `id` is allocated now (its alloc succeeded and no free followed).
+  bool holds(std::uint64_t id) const { return live_.contains(id); }
 
  private:
   int device_;
