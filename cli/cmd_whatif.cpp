@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -194,7 +195,14 @@ int run_whatif_command(const WhatifOptions& o) {
   }
   const SnapshotRequests requests = snapshot_requests(snap, device);
   std::vector<std::string> confs{own};
-  confs.insert(confs.end(), o.confs.begin(), o.confs.end());
+  for (const std::string& conf : o.confs) {
+    if (std::find(confs.begin(), confs.end(), conf) == confs.end()) {
+      confs.push_back(conf);
+    } else {  // the same replay again would print the same row twice
+      std::fprintf(stderr, "cudascope whatif: note: --conf '%s' is %s; shown once\n", conf.c_str(),
+                   conf == own ? "the snapshot's own setting" : "given twice");
+    }
+  }
   // The replays run on the simulated device, whatever this machine has: nothing is allocated
   // on a GPU, and a capacity far above any recorded peak leaves the limit to --memory-limit.
   setenv("CUDASCOPE_BACKEND", "sim", 1);

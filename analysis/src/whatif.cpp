@@ -1,6 +1,7 @@
 #include <cudascope/analysis/whatif.h>
 
 #include <cudascope/cuda/allocator_config.h>
+#include <cudascope/cuda/error.h>
 
 #include <chrono>
 #include <ctime>
@@ -50,7 +51,16 @@ WhatIfFigures replay_one(const SnapshotRequests& r, const std::string& conf, con
 }  // namespace
 
 void check_settings(const std::vector<std::string>& confs) {
-  for (const std::string& conf : confs) (void)cuda::AllocatorConfig::parse(conf, "--conf");
+  for (const std::string& conf : confs) {
+    const cuda::AllocatorConfig config = cuda::AllocatorConfig::parse(conf, "--conf");
+    // cudaMallocAsync's pool is the driver's: a replay through the caching allocator would
+    // print the native backend's figures under its name.
+    if (config.backend != "native") {
+      throw cuda::Error(cuda::error_code::kInvalidValue, "whatif", __FILE__, __LINE__,
+                        "'" + conf + "': whatif replays the caching allocator (backend:native); the " + config.backend +
+                            " backend's memory is the driver's pool, which it does not model");
+    }
+  }
 }
 
 std::vector<WhatIfFigures> run_whatif(const SnapshotRequests& requests, const WhatIfOptions& options) {

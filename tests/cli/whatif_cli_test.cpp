@@ -95,6 +95,29 @@ TEST(WhatifCliTest, ABadSettingIsNamedBeforeAnyReplay) {
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("peak reserved")));
 }
 
+// The cudaMallocAsync backend's memory is the driver's pool: refused, not shown as the native
+// allocator's figures under its name.
+TEST(WhatifCliTest, ABackendItDoesNotModelIsRefused) {
+  const CliResult r =
+      run_cli("", "whatif '" + data("snap_transformer_p4.pickle.gz") + "' --conf backend:cudaMallocAsync 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("'backend:cudaMallocAsync': whatif replays the caching allocator"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("peak reserved"))) << "refused before any replay";
+}
+
+// A setting given twice, or the snapshot's own given again, is replayed and shown once.
+TEST(WhatifCliTest, ASettingGivenTwiceIsShownOnce) {
+  const CliResult r = run_cli("", "whatif --json '" + data("snap_transformer_p4.pickle.gz") +
+                                      "' --conf expandable_segments:True --conf expandable_segments:True 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = nlohmann::json::parse(r.output)["settings"];
+  ASSERT_EQ(rows.size(), 2U) << r.output.substr(0, 400);
+  EXPECT_EQ(rows[1]["conf"], "expandable_segments:True");
+  const CliResult note = run_cli("", "whatif '" + data("snap_transformer_p4.pickle.gz") +
+                                         "' --conf expandable_segments:True --conf expandable_segments:True 2>&1");
+  EXPECT_THAT(note.output, HasSubstr("--conf 'expandable_segments:True' is given twice; shown once"));
+}
+
 TEST(WhatifCliTest, AMissingOrBrokenSnapshotFailsWithItsName) {
   const CliResult missing = run_cli("", "whatif /nonexistent/snap.pickle 2>&1");
   EXPECT_NE(missing.exit_code, 0);
