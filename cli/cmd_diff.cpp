@@ -1,7 +1,8 @@
 // `cudascope diff A B [--fail-if EXPR]... [--json] [--top N]`: what changed between two
 // allocator snapshots or two traces, with gates for CI. Exit codes: 0 no gate failed, 1 a
 // gate failed, 2 a usage or input error (a bad expression, a file that cannot be read, files
-// of two kinds, a metric that does not apply to them).
+// of two kinds, a metric that does not apply to them, and when gates are asked for, a file
+// that does not hold a whole recording of what they measure).
 #include "checks.h"
 #include "command.h"
 #include "json_output.h"
@@ -75,8 +76,18 @@ class DiffProgress {
 struct DiffSide {
   std::optional<Snapshot> snapshot;
   std::optional<TraceStats> stats;
+  std::string incomplete;  // traces: why it does not hold its whole recording; empty when it does
   std::string error;
 };
+
+// Why a trace does not hold its whole recording, or empty. Only cudascope's traces say whether
+// their recording finished; for the others `complete` means read to the end.
+std::string incompleteness(const TraceModel& model) {
+  if (model.cut_short) return model.cut_short_reason;
+  if (!model.complete)
+    return "its recording did not finish (the summary cudascope writes at its end is missing or says \"complete\": false)";
+  return {};
+}
 
 // Reads `input` from its first byte: the stream whose head told its kind (read once, so a
 // pipe works).
@@ -96,8 +107,12 @@ DiffSide load_side(FileKind kind, cudascope::util::PeekedInput& input, const cha
       return true;
     };
     const TraceLoadResult loaded = load_trace(input, options);
-    if (!loaded.ok()) side.error = loaded.error;
-    else side.stats = compute_stats(*loaded.model);
+    if (!loaded.ok()) {
+      side.error = loaded.error;
+    } else {
+      side.stats = compute_stats(*loaded.model);
+      side.incomplete = incompleteness(*loaded.model);
+    }
   }
   return side;
 }
@@ -124,6 +139,49 @@ FileKind kind_of(cudascope::util::PeekedInput& input) {
   auto kind = detect_file_kind(input);
   if (!kind) throw DiffInputError{kind.error().message()};
   return kind.value();
+}
+
+// A gate reads B - A as a change. When a side holds only part of its recording, or none of
+// what the gate measures (an empty trace, a run that recorded nothing), B - A is lost data, not
+// a change, and a "grew by more than" gate would pass on it: with gates, such a side is an
+// input error. Without gates the tables are shown as ever, a cut file with its note.
+std::string side_label(const char* which, const std::string& path) { return std::string(which) + " (" + path + ")"; }
+
+void refuse_gates_on_partial_traces(const DiffOptions& o, const DiffSide& a, const DiffSide& b) {
+  if (!a.incomplete.empty()) throw DiffInputError{"cannot gate on " + side_label("A", o.a) + ": " + a.incomplete};
+  if (!b.incomplete.empty()) throw DiffInputError{"cannot gate on " + side_label("B", o.b) + ": " + b.incomplete};
+}
+
+// Instances of what `gate` measures on each side (all names of its kind, not only its NAME:
+// one kernel gone from B is a change; every kernel gone is an empty trace). A workload may make
+// no copy at all, so a copy gate asks only that the side hold something: kernels, copies or
+// ranges.
+struct Measured {
+  std::int64_t a = 0, b = 0;
+  const char* what = "";
+};
+
+Measured measured(const DiffGate& gate, const TraceDiff& d) {
+  Measured ranges{0, 0, "NVTX ranges or user annotations"};
+  for (const TimeDiffRow& r : d.ranges) ranges.a += r.count_a, ranges.b += r.count_b;
+  if (gate.metric == "kernel_time") return {d.kernel_total.count_a, d.kernel_total.count_b, "kernels"};
+  if (gate.metric == "nvtx_time") return ranges;
+  return {d.kernel_total.count_a + d.copy_total.count_a + ranges.a, d.kernel_total.count_b + d.copy_total.count_b + ranges.b,
+          "kernels, copies or NVTX ranges"};
+}
+
+void refuse_gates_on_nothing_measured(const DiffOptions& o, const std::vector<DiffGate>& gates, const TraceDiff& diff) {
+  for (const DiffGate& gate : gates) {
+    const Measured m = measured(gate, diff);
+    for (const auto& [count, label] : {std::pair{m.a, side_label("A", o.a)}, std::pair{m.b, side_label("B", o.b)}})
+      if (count == 0) throw DiffInputError{"cannot gate '" + gate.text + "' on " + label + ": it holds no " + m.what};
+  }
+}
+
+void refuse_gates_on_empty_snapshots(const DiffOptions& o, const Snapshot& a, const Snapshot& b) {
+  for (const auto& [snapshot, label] : {std::pair{&a, side_label("A", o.a)}, std::pair{&b, side_label("B", o.b)}})
+    if (snapshot->segments.empty() && snapshot->trace.empty())
+      throw DiffInputError{"cannot gate on " + label + ": the snapshot holds no segments and no allocator history"};
 }
 
 template <typename Diff>
@@ -176,11 +234,14 @@ int run_diff(const DiffOptions& o) {
 
   const cudascope::cli::DiffFiles files{o.a, o.b};
   if (kind_a == FileKind::snapshot) {
+    if (!gates.empty()) refuse_gates_on_empty_snapshots(o, *side_a.snapshot, *side_b.snapshot);
     const SnapshotDiff diff = diff_snapshots(*side_a.snapshot, *side_b.snapshot);
     return report(o, gates, diff, cudascope::cli::snapshot_diff_json(files, diff, o.top),
                   o.json ? std::string() : cudascope::cli::snapshot_diff_text(files, diff, o.top));
   }
+  if (!gates.empty()) refuse_gates_on_partial_traces(o, side_a, side_b);
   const TraceDiff diff = diff_traces(*side_a.stats, *side_b.stats);
+  if (!gates.empty()) refuse_gates_on_nothing_measured(o, gates, diff);
   return report(o, gates, diff, cudascope::cli::trace_diff_json(files, diff, o.top),
                 o.json ? std::string() : cudascope::cli::trace_diff_text(files, diff, o.top));
 }
@@ -212,10 +273,13 @@ Gates (--fail-if, repeatable; parsed before any file is read):
        'kernel_time>+3%'  'kernel_time[ampere_sgemm_128x64_tn]>+3%'
        'nvtx_time[forward]>+10%'  'copy_bytes>+0'
   A NAME must be in one of the files, matched exactly as the tables print it.
+  Gates need whole files: a trace cut short or whose recording did not finish, a trace
+  with none of what a gate measures (no kernels for kernel_time, ...), or an empty
+  snapshot is an input error (exit 2) when gates are given; without gates it is shown.
 
 Exit codes: 0 no gate failed, 1 a gate failed (each printed with its values, also on
 stderr), 2 a usage or input error (bad expression, unreadable file, files of two kinds,
-a metric that does not apply to them).)";
+a metric that does not apply to them, a file gates cannot be read on).)";
 
 }  // namespace
 

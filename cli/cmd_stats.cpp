@@ -39,11 +39,9 @@ int print_stats(const StatsOptions& options, cudascope::util::PeekedInput& input
   const StatsFormat format = options.json ? StatsFormat::json : options.csv ? StatsFormat::csv : StatsFormat::table;
   std::fputs(format_stats(stats, format).c_str(), stdout);
   // Machine-readable output keeps stdout clean: the notes go to stderr there.
-  if (format != StatsFormat::table) {
-    for (const std::string& note : model.notes) std::fprintf(stderr, "%s: %s\n", path.c_str(), note.c_str());
-  }
+  cudascope::cli::warn_of_trace_notes(path, model, format == StatsFormat::table);
   if (!options.check) return 0;
-  const auto problems = validate_trace(model);
+  const auto problems = cudascope::cli::check_trace(model);
   for (const std::string& problem : problems) std::fprintf(stderr, "%s: %s\n", path.c_str(), problem.c_str());
   if (problems.empty()) {
     std::fprintf(stderr, "%s: %zu events follow the trace format's rules\n", path.c_str(), model.event_count());
@@ -97,7 +95,8 @@ CUDASCOPE_COMMAND(stats, 31) {
   sub->add_flag("--json", options.json, "JSON instead of aligned tables")->excludes(csv);
   sub->add_flag("--check",
                 options.check,
-                "Also check the trace against the Chrome trace format's rules; exit 1 on violations or when it holds no events");
+                "Also check the trace against the Chrome trace format's rules; exit 1 on violations, when it holds no events "
+                "or when the file is cut short (naming the byte where it ends)");
   sub->add_option("--summary-out", options.summary_out,
                   "Write the rank summary of the one TRACE given here (JSON, .gz compresses) and print nothing else: "
                   "run it where each rank's trace is written, then `cudascope stats S0.json S1.json ...` merges them")

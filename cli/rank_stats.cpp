@@ -20,9 +20,9 @@ analysis::RankSummary summary_of_input(util::PeekedInput& input, const RankStats
   }
   const analysis::TraceLoadResult loaded = analysis::load_trace(input);
   if (!loaded.ok()) throw std::runtime_error(loaded.error);
-  for (const std::string& note : loaded.model->notes) std::fprintf(stderr, "%s: %s\n", path.c_str(), note.c_str());
+  warn_of_trace_notes(path, *loaded.model, false);
   if (options.check) {
-    for (const std::string& problem : analysis::validate_trace(*loaded.model)) {
+    for (const std::string& problem : check_trace(*loaded.model)) {
       std::fprintf(stderr, "%s: %s\n", path.c_str(), problem.c_str());
       violations = true;
     }
@@ -31,6 +31,23 @@ analysis::RankSummary summary_of_input(util::PeekedInput& input, const RankStats
 }
 
 }  // namespace
+
+void warn_of_trace_notes(const std::string& path, const analysis::TraceModel& model, bool notes_on_stdout) {
+  if (!notes_on_stdout) {
+    for (const std::string& note : model.notes) std::fprintf(stderr, "%s: %s\n", path.c_str(), note.c_str());
+    return;  // the cut-short note is among them
+  }
+  if (model.cut_short) {
+    std::fprintf(stderr, "%s: warning: %s: the figures cover only the %zu events read\n", path.c_str(),
+                 model.cut_short_reason.c_str(), model.event_count());
+  }
+}
+
+std::vector<std::string> check_trace(const analysis::TraceModel& model) {
+  std::vector<std::string> problems = analysis::validate_trace(model);
+  if (model.cut_short) problems.insert(problems.begin(), model.cut_short_reason + ": not a whole trace");
+  return problems;
+}
 
 std::unique_ptr<util::PeekedInput> open_stats_input(const std::string& path) {
   std::string error;
@@ -60,6 +77,7 @@ void write_rank_summary_of(util::PeekedInput& input, const std::string& summary_
   const std::string& trace = input.path();
   const analysis::TraceLoadResult loaded = analysis::load_trace(input);
   if (!loaded.ok()) throw std::runtime_error(loaded.error);
+  warn_of_trace_notes(trace, *loaded.model, false);
   const analysis::RankSummary summary = analysis::summarize_rank(*loaded.model, trace, options);
   if (const std::string problem = analysis::write_rank_summary(summary, summary_path); !problem.empty()) {
     throw std::runtime_error("--summary-out: " + problem);

@@ -1,7 +1,8 @@
 #pragma once
 // `cudascope stats` of several ranks: each input (a trace, or a rank summary written by
 // --summary-out) becomes a rank summary, one at a time, so memory holds one trace at most;
-// then the per-rank and across-rank tables (analysis/rank_merge.h).
+// then the per-rank and across-rank tables (analysis/rank_merge.h). Also what every stats path
+// (one trace, ranks, --summary-out) says of a trace it read, so they say it alike.
 
 #include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_stats.h>
@@ -13,6 +14,17 @@
 #include <vector>
 
 namespace cudascope::cli {
+
+// What a user must know of how a trace was read, on stderr as "PATH: ...": the loader's notes
+// when stdout does not show them (`notes_on_stdout` false: CSV, JSON, rank tables, summaries),
+// and in any case that a trace cut short was read only up to where its file ends, since the
+// figures then cover part of the recording and a "Note:" among the tables is easily missed.
+void warn_of_trace_notes(const std::string& path, const analysis::TraceModel& model, bool notes_on_stdout);
+
+// `stats --check` of one trace: the format's rules (analysis::validate_trace) and a file that
+// holds the whole trace (one cut short is no JSON document; the loader only reads up to its
+// last complete event). Empty when it passes.
+std::vector<std::string> check_trace(const analysis::TraceModel& model);
 
 // Opens a stats input once (a trace or a rank summary, plain or gzip): its head tells which
 // it is and the reader then takes the same stream, so pipes work. Throws std::runtime_error

@@ -48,9 +48,11 @@ void finish_model(TraceModel& model, const TraceHeader& header, bool cut_short, 
       }
     }
   }
+  model.cut_short_reason.clear();
   if (cut_short) {
-    model.notes.push_back("the file ends at byte " + std::to_string(cut_at) + " before the trace does" +
-                          (why.empty() ? "" : " (" + why + ")") + ": read up to its last complete event (" +
+    model.cut_short_reason =
+        "the file ends at byte " + std::to_string(cut_at) + " before the trace does" + (why.empty() ? "" : " (" + why + ")");
+    model.notes.push_back(model.cut_short_reason + ": read up to its last complete event (" +
                           std::to_string(model.event_count()) + " events)");
   }
   if (!model.format_problems.empty()) {
@@ -300,6 +302,7 @@ long long TraceFollower::parse_more(util::ByteSource& source, std::uint64_t budg
   finish_model(s.model, s.header, !done, s.offset, {}, s.offset);
   if (!done) s.model.notes.clear();  // still being written: not "cut short" yet
   s.model.cut_short = false;
+  s.model.cut_short_reason.clear();
   return static_cast<long long>(s.model.event_count() - before);
 }
 

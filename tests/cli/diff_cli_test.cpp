@@ -12,7 +12,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -28,6 +33,20 @@ const std::string kSmall = data("snap_small_p5.pickle");
 const std::string kSnapshot = data("snap_transformer_p4.pickle.gz");
 const std::string kTwoSteps = data("kineto_train_h100_s2.json.gz");
 const std::string kThreeSteps = data("kineto_train_h100_s3.json.gz");
+const std::string kOurs = data("train_h100_ours.json.gz");
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "diff_cli_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void put_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 nlohmann::json diff_json(const std::string& a, const std::string& b) {
   const CliResult r = run_cli("", "diff -q --json --top 0 '" + a + "' '" + b + "' 2>/dev/null");
@@ -172,6 +191,68 @@ TEST(DiffCliTest, UsageAndInputErrorsExitTwoNamingWhatIsWrong) {
   EXPECT_THAT(not_a_file.output, HasSubstr("snap_bad_not_snapshot.txt"));
 
   EXPECT_EQ(run_cli("", "diff " + kTwoSteps).exit_code, 2);  // B missing: CLI11's usage error
+}
+
+// A gate on a file that holds part of a recording compares what was lost, not what changed:
+// B cut short (a killed writer, a copy stopped half way) or empty shows "-100%" and would
+// pass any growth gate. With gates that is an input error naming the file; without, a note.
+TEST(DiffCliTest, GatesRefuseACutShortTraceWithExitTwoNamingTheFileAndWhereItEnds) {
+  const std::string whole = bytes_of(kOurs);
+  ASSERT_GT(whole.size(), 1000u);
+  const std::string cut = temp_path("cut.json.gz");
+  put_bytes(cut, whole.substr(0, whole.size() / 2));
+  const std::string gate = " --fail-if 'kernel_time>+3%'";
+
+  CliResult b_cut = run_cli("", "diff -q " + kOurs + " " + cut + gate);
+  EXPECT_EQ(b_cut.exit_code, 2) << b_cut.output;
+  EXPECT_THAT(b_cut.output, HasSubstr("cannot gate on B (" + cut + "): the file ends at byte "));
+  EXPECT_THAT(b_cut.output, ::testing::ContainsRegex("ends at byte [0-9]+ before the trace does"));
+  CliResult a_cut = run_cli("", "diff -q --json " + cut + " " + kOurs + gate);
+  EXPECT_EQ(a_cut.exit_code, 2) << a_cut.output;
+  EXPECT_THAT(a_cut.output, HasSubstr("cannot gate on A (" + cut + "): the file ends at byte "));
+
+  // Without gates the tables are shown as ever, the cut noted, and nothing failed.
+  CliResult no_gate = run_cli("", "diff -q " + kOurs + " " + cut);
+  EXPECT_EQ(no_gate.exit_code, 0) << no_gate.output;
+  EXPECT_THAT(no_gate.output, HasSubstr("note: B: the file ends at byte "));
+  std::remove(cut.c_str());
+}
+
+TEST(DiffCliTest, GatesRefuseATraceWhoseRecordingDidNotFinish) {
+  nlohmann::json doc = nlohmann::json::parse(run_shell("gzip -dc " + kOurs).output, nullptr, false);
+  ASSERT_TRUE(doc.is_object() && doc.contains("cudascopeSummary"));
+  doc.erase("cudascopeSummary");  // what a writer that never reached its end leaves
+  const std::string unfinished = temp_path("unfinished.json");
+  put_bytes(unfinished, doc.dump());
+  CliResult r = run_cli("", "diff -q " + kOurs + " " + unfinished + " --fail-if 'kernel_time>+3%'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot gate on B (" + unfinished + "): its recording did not finish"));
+  std::remove(unfinished.c_str());
+}
+
+TEST(DiffCliTest, GatesRefuseAFileHoldingNoneOfWhatTheyMeasure) {
+  const std::string empty_trace = temp_path("empty.json");
+  put_bytes(empty_trace, R"({"traceEvents":[]})");
+  CliResult kernels = run_cli("", "diff -q " + kOurs + " " + empty_trace + " --fail-if 'kernel_time>+3%'");
+  EXPECT_EQ(kernels.exit_code, 2) << kernels.output;
+  EXPECT_THAT(kernels.output, HasSubstr("cannot gate 'kernel_time>+3%' on B (" + empty_trace + "): it holds no kernels"));
+  CliResult copies = run_cli("", "diff -q " + empty_trace + " " + kTwoSteps + " --fail-if 'copy_bytes<-10%'");
+  EXPECT_EQ(copies.exit_code, 2) << copies.output;
+  EXPECT_THAT(copies.output, HasSubstr("on A (" + empty_trace + "): it holds no kernels, copies or NVTX ranges"));
+  // Two recordings of a workload that makes no copy: a copy gate compares them (no change).
+  const std::string no_copies = temp_path("no_copies.json");
+  std::ofstream(no_copies) << R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":5,"pid":0,"tid":7}]})";
+  const CliResult copy_gate = run_cli("", "diff -q " + no_copies + " " + no_copies + " --fail-if 'copy_bytes>+0'");
+  EXPECT_EQ(copy_gate.exit_code, 0) << copy_gate.output;
+  EXPECT_EQ(run_cli("", "diff -q " + kOurs + " " + empty_trace).exit_code, 0);
+
+  const std::string empty_snapshot = temp_path("empty_snapshot.json");
+  put_bytes(empty_snapshot, R"({"segments":[],"device_traces":[]})");
+  CliResult snapshot = run_cli("", "diff -q " + kSnapshot + " " + empty_snapshot + " --fail-if 'peak_reserved>+5%'");
+  EXPECT_EQ(snapshot.exit_code, 2) << snapshot.output;
+  EXPECT_THAT(snapshot.output, HasSubstr("cannot gate on B (" + empty_snapshot + "): the snapshot holds no segments"));
+  std::remove(empty_trace.c_str());
+  std::remove(empty_snapshot.c_str());
 }
 
 TEST(DiffCliTest, TextTablesHonourTopAndHelpDocumentsGatesAndExitCodes) {

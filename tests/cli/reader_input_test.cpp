@@ -109,6 +109,40 @@ TEST(ReaderInputTest, ReplayRefusesEachGzipCorruption) {
   std::remove(fixture.c_str());
 }
 
+// A trace cut short (a killed writer, a copy stopped half way) is read up to its last complete
+// event; what stats says of it must not pass for the whole recording: --check fails naming the
+// byte where the file ends, and the tables and a summary come with a word on stderr.
+TEST(ReaderInputTest, StatsCheckFailsOnACutTraceAndEveryOtherOutputWarnsOnStderr) {
+  const std::string whole = data("train_h100_ours.json.gz");
+  const std::string bytes = bytes_of(whole);
+  ASSERT_GT(bytes.size(), 1000u);
+  const std::string cut = temp_path("cut_trace.json.gz");
+  put_bytes(cut, bytes.substr(0, bytes.size() / 2));
+  const std::string ends_at = "the file ends at byte [0-9]+ before the trace does";
+
+  EXPECT_EQ(run_cli("", "stats --check " + whole + " >/dev/null").exit_code, 0);
+  const auto check = run_cli("", "stats --check " + cut + " >/dev/null");
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  EXPECT_THAT(check.output, ::testing::ContainsRegex(ends_at + ".*: not a whole trace"));
+  EXPECT_THAT(check.output, ::testing::Not(HasSubstr("follow the trace format's rules")));
+  const auto ranks_check = run_cli("", "stats --check " + whole + " " + cut + " >/dev/null");
+  EXPECT_EQ(ranks_check.exit_code, 1) << ranks_check.output;
+
+  // Only stderr is kept: the warning must be there whatever stdout goes to.
+  for (const char* format : {"", "--csv ", "--json "}) {
+    const auto tables = run_cli("", std::string("stats ") + format + cut + " >/dev/null");
+    EXPECT_EQ(tables.exit_code, 0) << format << tables.output;
+    EXPECT_THAT(tables.output, HasSubstr(cut + ": ")) << format;
+    EXPECT_THAT(tables.output, ::testing::ContainsRegex(ends_at)) << format;
+  }
+  const std::string summary = temp_path("cut_summary.json");
+  const auto summary_out = run_cli("", "stats --summary-out " + summary + " " + cut);
+  EXPECT_EQ(summary_out.exit_code, 0) << summary_out.output;
+  EXPECT_THAT(summary_out.output, ::testing::ContainsRegex(ends_at));
+  std::remove(summary.c_str());
+  std::remove(cut.c_str());
+}
+
 TEST(ReaderInputTest, SnapshotStatsRefusesMoreAllocatedThanReserved) {
   nlohmann::json doc = nlohmann::json::parse(bytes_of(data("snap_small.json")));
   doc["segments"][0]["total_size"] = 375u << 20;

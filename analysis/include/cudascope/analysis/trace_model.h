@@ -171,6 +171,10 @@ class TraceModel {
   bool complete = false;  // cudascope: the writer's summary says the recording ended normally;
                           // other formats: the file was read to its end
   bool cut_short = false; // the file ended before the trace did; read to its last whole event
+  // When cut_short: where the file ends and why ("the file ends at byte N before the trace
+  // does (gzip data ends early ...)"), the start of the loader's note; else empty. Commands
+  // that must refuse a partial trace (`stats --check`, `diff --fail-if`) quote it.
+  std::string cut_short_reason;
   std::int64_t dropped_buffer = 0;
   std::int64_t dropped_cupti = 0;
   std::int64_t min_ts_ns = 0;  // over all events with a time (0 when none)
