@@ -4,10 +4,13 @@
 #include <cudascope/util/env_value.h>
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +30,25 @@ std::string number_text(double value) {
 
 std::string with_unit(const std::string& number, const std::string& unit) {
   return unit.empty() ? number : number + " " + unit;
+}
+
+// The kernel file system `path` is on when that is one of its interfaces (procfs, sysfs and
+// the like), else null. Their files stat as regular files, and root may even open them for
+// writing, but a trace written there fails (ESPIPE, EINVAL) or changes a kernel setting.
+const char* kernel_file_system(const std::string& path) {
+  struct statfs fs {};
+  if (statfs(path.c_str(), &fs) != 0) return nullptr;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case PROC_SUPER_MAGIC: return "procfs";
+    case SYSFS_MAGIC: return "sysfs";
+    case DEBUGFS_MAGIC: return "debugfs";
+    case TRACEFS_MAGIC: return "tracefs";
+    case CGROUP_SUPER_MAGIC: return "cgroupfs";
+    case CGROUP2_SUPER_MAGIC: return "cgroup2fs";
+    case SECURITYFS_MAGIC: return "securityfs";
+    case EFIVARFS_MAGIC: return "efivarfs";
+    default: return nullptr;
+  }
 }
 
 }  // namespace
@@ -66,6 +88,9 @@ std::string output_file_problem(const std::string& path) {
     if (fs::exists(status)) {
       // A device, a pipe or a socket: a write error there (/dev/full) would come after the work.
       if (!fs::is_regular_file(status)) return "cannot write " + path + ": not a regular file";
+      if (const char* kernel = kernel_file_system(path)) {
+        return "cannot write " + path + ": not a regular file (a kernel interface on " + kernel + ")";
+      }
       // Open without truncating: the check must not change a file it may then leave alone.
       const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0 && errno == ENOENT) continue;
@@ -131,6 +156,26 @@ CLI::Validator CountUpTo(std::uint64_t max) {
         return {};
       },
       "INT in " + range, "COUNT");
+}
+
+std::string error_detail(const cuda::Error& e) {
+  const std::string text = e.what();
+  const std::string where = std::string(e.file()) + ":" + std::to_string(e.line()) + ": ";
+  const std::size_t at = text.find(where);
+  return at == std::string::npos ? text : text.substr(at + where.size());
+}
+
+CLI::Validator ProcessId() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        const bool digits = !input.empty() && input.size() <= 10 && input.find_first_not_of("0123456789") == std::string::npos;
+        const unsigned long long value = digits ? std::strtoull(input.c_str(), nullptr, 10) : 0;
+        if (value == 0 || value > static_cast<unsigned long long>(INT_MAX)) {
+          return (input.empty() ? "''" : input) + " is not a process id (a positive integer)";
+        }
+        return {};
+      },
+      "PID", "PROCESS_ID");
 }
 
 CLI::Validator PositiveByteSize() {

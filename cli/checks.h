@@ -2,6 +2,8 @@
 // Checks a command makes before it does any work, so a bad flag, path or environment
 // variable fails at once with a message naming it, never after a run or as a device error.
 
+#include <cudascope/cuda/error.h>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -18,8 +20,9 @@ CLI::Validator FiniteRange(double min, double max, const std::string& unit = {})
 // Why `path` cannot be written as an output file, or empty when it can. The directory must
 // exist and accept a new file (tried by creating and removing one, so a read-only mount or
 // a root-only directory is caught too); an existing file must be a regular file open for
-// writing (a link is followed: a link to /dev/full is refused). Nothing is left behind and
-// an existing file is not changed.
+// writing (a link is followed: a link to /dev/full is refused), and not a kernel interface
+// (/proc/version, a sysfs attribute: regular files to stat, whose writes fail or mean
+// something else). Nothing is left behind and an existing file is not changed.
 std::string output_file_problem(const std::string& path);
 
 // Throws CLI::ValidationError (a usage error, exit 2) when the output `path` given with
@@ -31,6 +34,15 @@ void refuse_output_over_inputs(const std::string& flag, const std::string& path,
 // A CLI11 validator: a non-negative decimal integer up to `max` ("-1", "", "1e3" and values
 // past `max` or 2^64 are refused, which CLI11's own conversion to size_t lets through).
 CLI::Validator CountUpTo(std::uint64_t max);
+
+// A cuda::Error's own words, without the code, call, file and line meant for device errors:
+// what a user is told of a bad input file or setting.
+std::string error_detail(const cuda::Error& e);
+
+// A CLI11 validator: a process id, a decimal integer from 1 to INT_MAX. Refused values are
+// told as "0 is not a process id (a positive integer)", never as CLI11's range of doubles or
+// its "Could not convert" for a number past int.
+CLI::Validator ProcessId();
 
 // A CLI11 validator: a byte size above zero as util::parse_byte_size reads it (40GiB, 512MiB,
 // 1048576); an empty value is refused rather than read as "not given".

@@ -9,7 +9,9 @@
 // writes on a pipe, so the wrapper can list them all at the end. The child's
 // stdout/stderr are left alone; its exit status is passed through (128+N for signal N), except
 // that a recording that failed (a full disk: the trace stops at its last flush, closed, and the
-// program goes on) makes a status of 0 into 1, the program's status being printed.
+// program goes on; a trace nothing could be written to) makes a status of 0 into 1, the
+// program's status being printed. A command line refused before the program starts is a
+// usage error, 2 (command.h). The --help footer (kExitStatusHelp) says the same to users.
 #include "checks.h"
 #include "command.h"
 
@@ -19,9 +21,11 @@
 #include <cudascope/util/env_value.h>
 #include <cudascope/util/library_path.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -87,7 +91,7 @@ LiveMetricsOptions live_metrics;
 void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
   sub->add_option("--metrics", m.bind,
                   "Serve the program's live metrics for Prometheus at http://ADDRESS:PORT/metrics while it runs "
-                  "(e.g. 127.0.0.1:9401; 0.0.0.0:PORT exposes them)")
+                  "(e.g. 127.0.0.1:9401; port 0: a free port picked before the program starts; 0.0.0.0:PORT exposes them)")
       ->check(cudascope::cli::ListenAddress());
   sub->add_option("--metrics-top", m.top, "Kernel and NVTX range names with series of their own; the rest are 'other'")
       ->check(CLI::Range(0, 1000))
@@ -128,41 +132,66 @@ std::string window_directory(const LiveMetricsOptions& m, const std::string& out
       m.window_dir.empty() ? std::filesystem::path(output).parent_path() : std::filesystem::absolute(m.window_dir);
   struct stat status {};
   if (stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
-    throw std::runtime_error("--window-dir '" + directory.string() + "': not a directory");
+    throw CLI::ValidationError("--window-dir '" + directory.string() + "': not a directory");
   }
   if (access(directory.c_str(), W_OK | X_OK) != 0) {
-    throw std::runtime_error("--window-dir '" + directory.string() + "': cannot write there: " + std::strerror(errno));
+    throw CLI::ValidationError("--window-dir '" + directory.string() + "': cannot write there: " + std::strerror(errno));
   }
   return directory.string();
 }
 
-// Before any work: --no-trace without --metrics would record into nothing, and the address
-// must be one this machine can listen on now (the program serves it; a failure there would
-// only be logged while the run goes on without metrics).
-void check_live_metrics_options(const LiveMetricsOptions& m) {
-  if (m.no_trace && m.bind.empty()) throw std::runtime_error("--no-trace needs --metrics ADDRESS:PORT (else nothing is recorded)");
-  if (!m.window_dir.empty() && !m.no_trace) throw std::runtime_error("--window-dir needs --no-trace (windows are for metrics-only runs)");
-  if (m.bind.empty()) return;
-  const std::size_t colon = m.bind.rfind(':');
-  const auto bad = [&](const std::string& why) {
-    return std::runtime_error("--metrics '" + m.bind + "': " + why + " (expected ADDRESS:PORT, e.g. 127.0.0.1:9401)");
-  };
-  if (colon == std::string::npos || colon == 0) throw bad("no address or no port");
-  std::string host = m.bind.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+// Binds a socket to `host`:`port` as the program's server will and returns the port it got
+// (the system's pick for port 0), or -1 with `why` set. The socket is closed again at once.
+int probe_listen(const std::string& host, const std::string& port, std::string& why) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(host.c_str(), m.bind.c_str() + colon + 1, &hints, &found); rc != 0) throw bad(gai_strerror(rc));
+  if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    why = gai_strerror(rc);
+    return -1;
+  }
   const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const bool free = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0;
-  const std::string why = free ? "" : std::strerror(errno);
+  int bound = -1;
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    bound = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(address).sin6_port
+                                                : reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  } else {
+    why = std::string("cannot listen there: ") + std::strerror(errno);
+  }
   if (fd >= 0) close(fd);
   freeaddrinfo(found);
-  if (!free) throw bad("cannot listen there: " + why);
+  return bound;
+}
+
+// Before any work, as usage errors (exit 2): --no-trace without --metrics would record into
+// nothing, and the address must be one this machine can listen on now (the program serves
+// it; a failure there would only be logged while the run goes on without metrics).
+// Returns the address to hand the program: --metrics as given, or for port 0 with the port
+// the system picks now. The program could not publish a port it picked itself:
+// `cudascope trace --pid` reads CUDASCOPE_METRICS from its environment, fixed at exec. As
+// with any port given, another process may take it before the program listens; the program
+// then says so, as it does for a busy port.
+std::string checked_metrics_address(const LiveMetricsOptions& m) {
+  if (m.no_trace && m.bind.empty()) throw CLI::ValidationError("--no-trace needs --metrics ADDRESS:PORT (else nothing is recorded)");
+  if (!m.window_dir.empty() && !m.no_trace) throw CLI::ValidationError("--window-dir needs --no-trace (windows are for metrics-only runs)");
+  if (m.bind.empty()) return {};
+  const std::size_t colon = m.bind.rfind(':');
+  const auto bad = [&](const std::string& why) {
+    return CLI::ValidationError("--metrics '" + m.bind + "': " + why + " (expected ADDRESS:PORT, e.g. 127.0.0.1:9401)");
+  };
+  if (colon == std::string::npos || colon == 0) throw bad("no address or no port");
+  std::string host = m.bind.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  std::string why;
+  const int port = probe_listen(host, m.bind.substr(colon + 1), why);
+  if (port < 0) throw bad(why);
+  return m.bind.substr(0, colon + 1) + std::to_string(port);
 }
 
 // In the child, before exec. `windows`: the token and directory of trace windows (--no-trace).
@@ -228,15 +257,10 @@ std::string output_pattern_problem(const std::string& output) {
 
 // Everything that would make the program run unrecorded is checked before it starts.
 void check_before_starting(const RunOptions& options) {
-  if (options.command.empty()) throw std::runtime_error("no command to run: cudascope run [options] -- cmd args...");
-  try {
-    cudascope::profiler::ActivitySet::parse(options.activities);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(std::string("--activities: ") + e.what());
-  }
+  if (options.command.empty()) throw CLI::ValidationError("no command to run: cudascope run [options] -- cmd args...");
   // The flag's validator checked a given -o; this covers the default in the working directory.
   if (const std::string problem = output_pattern_problem(options.output); !problem.empty()) {
-    throw std::runtime_error("--output: " + problem);
+    throw CLI::ValidationError("--output", problem);
   }
   cudascope::cli::check_backend_variable();
   // What the program will read of ours, and run does not set itself (run_traced's child).
@@ -518,10 +542,40 @@ void report_signal(int status, bool no_trace) {
                no_trace ? "" : "; the trace holds what it recorded up to its last flush");
 }
 
+// Why no process wrote a trace. Each process's --delay counts from its own start of CUDA or
+// NVTX, so a program that ended sooner than the delay certainly recorded nothing.
+std::string why_no_trace(double delay, double program_seconds) {
+  char text[200];
+  if (delay > 0 && program_seconds < delay) {
+    std::snprintf(text, sizeof text, "the program ended after %.3g s, before the --delay of %g s had passed, so nothing "
+                  "was recorded", program_seconds, delay);
+  } else if (delay > 0) {
+    std::snprintf(text, sizeof text, "no process of the program used CUDA or NVTX once its --delay of %g s had passed "
+                  "(counted from its first use of them)", delay);
+  } else {
+    std::snprintf(text, sizeof text, "no process of the program used CUDA or NVTX");
+  }
+  return text;
+}
+
+// A trace its process reported but nothing could be written to: its writer failed at the
+// start (ChromeTraceWriter::begin writes the header at once), and the injection library's
+// lazy sink tells that only on stderr, without a "failed" line. Marked failed here, so the run
+// does not pass for a recorded one.
+void mark_unwritten_traces(std::vector<TraceFile>& files) {
+  for (TraceFile& file : files) {
+    struct stat status {};
+    if (file.pid == 0 || file.path.empty() || !file.failure.empty() || stat(file.path.c_str(), &status) != 0) continue;
+    if (S_ISREG(status.st_mode) && status.st_size > 0) continue;
+    file.failure = "nothing could be written to " + file.path;
+    file.path.clear();  // no trace to list
+  }
+}
+
 // The end of a run: each trace written, closed if the program was killed before it could.
-void report_traces(std::vector<TraceFile> files, const std::string& output, int status) {
+void report_traces(std::vector<TraceFile> files, const std::string& output, int status, const std::string& why_none) {
   if (files.empty()) {
-    std::fprintf(stderr, "cudascope: no trace written to %s (no process of the program used CUDA or NVTX)\n", output.c_str());
+    std::fprintf(stderr, "cudascope: no trace written to %s (%s)\n", output.c_str(), why_none.c_str());
     return;
   }
   for (const TraceFile& file : files) {
@@ -552,18 +606,36 @@ void report_traces(std::vector<TraceFile> files, const std::string& output, int 
   }
 }
 
+// What `run --help` says of its exit status (the header comment of this file says why).
+constexpr const char* kExitStatusHelp =
+    "Exit status: the program's own (128+N when signal N ended it); 1 when the program exited 0 but a trace could "
+    "not be written (its status is printed), or when it could not be started; 2 when run refuses the command line "
+    "before starting the program (a bad flag or value).";
+
+// A CLI11 validator for --activities: empty when ActivitySet can parse the list.
+std::string activities_problem(std::string& list) {
+  try {
+    cudascope::profiler::ActivitySet::parse(list);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return {};
+}
+
 int run_traced(const RunOptions& options) {
   check_before_starting(options);
-  check_live_metrics_options(live_metrics);
+  LiveMetricsOptions metrics = live_metrics;
+  metrics.bind = checked_metrics_address(live_metrics);
   const std::string library = find_injection_library();
   const std::string output = std::filesystem::absolute(options.output).string();
   std::pair<std::string, std::string> windows;  // token, directory
-  if (live_metrics.no_trace) windows = {random_token(), window_directory(live_metrics, output)};
+  if (metrics.no_trace) windows = {random_token(), window_directory(metrics, output)};
   const std::string run_id = std::to_string(getpid()) + "-" + random_token();
   timespec started{};
   clock_gettime(CLOCK_REALTIME_COARSE, &started);
 
   ProgressFifo progress;
+  const auto forked = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -583,7 +655,7 @@ int run_traced(const RunOptions& options) {
     if (options.delay > 0) setenv("CUDASCOPE_DELAY", std::to_string(options.delay).c_str(), 1);
     if (options.duration > 0) setenv("CUDASCOPE_DURATION", std::to_string(options.duration).c_str(), 1);
     if (options.cupti_buffer > 0) setenv("CUDASCOPE_CUPTI_BUFFER", std::to_string(options.cupti_buffer).c_str(), 1);
-    export_live_metrics_environment(live_metrics, options.activities, windows);
+    export_live_metrics_environment(metrics, options.activities, windows);
     std::vector<char*> argv;
     for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
@@ -600,6 +672,7 @@ int run_traced(const RunOptions& options) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  const double program_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - forked).count();
   // The name first: a process that opens the channel now fails at once (no counts) rather
   // than writing into a FIFO nobody reads again.
   progress.unlink_name();
@@ -607,11 +680,14 @@ int run_traced(const RunOptions& options) {
   progress.close_ends();
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  report_signal(status, live_metrics.no_trace);
-  const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });
-  if (!live_metrics.no_trace) {
+  report_signal(status, metrics.no_trace);
+  if (!metrics.no_trace) {
     for (TraceFile& file : unreported_traces(output, started, run_id, files)) files.push_back(std::move(file));
-    report_traces(files, output, status);
+    mark_unwritten_traces(files);
+  }
+  const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });
+  if (!metrics.no_trace) {
+    report_traces(files, output, status, why_no_trace(options.delay, program_seconds));
   } else {
     for (const TraceFile& file : files) {
       if (!file.failure.empty()) std::fprintf(stderr, "cudascope: process %ld: %s\n", file.pid, file.failure.c_str());
@@ -639,7 +715,8 @@ CUDASCOPE_COMMAND(run, 30) {
       ->capture_default_str();
   sub->add_option("--activities", options.activities,
                   "Comma-separated: kernel,memcpy,memset,sync,launch,runtime,driver,nvtx,allocator,overhead,all,default "
-                  "(default leaves out sync, runtime and driver, and with --no-trace launch too: name them to record them)");
+                  "(default leaves out sync, runtime and driver, and with --no-trace launch too: name them to record them)")
+      ->check(CLI::Validator(activities_problem, "LIST", "ACTIVITIES"));
   sub->add_option("--delay", options.delay, "Start recording after this many seconds")->check(FiniteRange(0, kWeek, "s"));
   sub->add_option("--duration", options.duration, "Stop recording after this many seconds (0: until the end)")
       ->check(FiniteRange(0, kWeek, "s"));
@@ -647,5 +724,6 @@ CUDASCOPE_COMMAND(run, 30) {
       ->check(FiniteRange(4096, 1 << 30, "bytes"));
   add_live_metrics_options(sub, live_metrics);
   sub->add_option("command", options.command, "The program and its arguments (after --)")->required();
+  sub->footer(kExitStatusHelp);
   sub->callback([] { cudascope::cli::set_exit_code(run_traced(options)); });
 }

@@ -34,7 +34,7 @@ struct TraceOptions {
   std::string output = "window.json";
 };
 
-// "10s", "500ms", "2m" or a number of seconds.
+// "10s", "500ms", "2m" or a number of seconds. Anything else is a usage error (exit 2).
 double parse_duration(const std::string& text) {
   std::size_t used = 0;
   double value = -1;
@@ -46,7 +46,7 @@ double parse_duration(const std::string& text) {
   const std::map<std::string, double> scale{{"", 1}, {"s", 1}, {"ms", 1e-3}, {"m", 60}};
   const auto found = scale.find(unit);
   if (used == 0 || found == scale.end() || !(value > 0) || value * found->second > 3600) {
-    throw std::runtime_error("--duration '" + text + "': expected a time up to 1 hour, e.g. 10s, 500ms, 2m");
+    throw CLI::ValidationError("--duration '" + text + "': expected a time up to 1 hour, e.g. 10s, 500ms, 2m");
   }
   return value * found->second;
 }
@@ -180,7 +180,7 @@ int record_window(const TraceOptions& options) {
   const double seconds = parse_duration(options.duration);
   const std::string output = std::filesystem::absolute(options.output).string();
   if (const std::string problem = cudascope::cli::output_file_problem(output); !problem.empty()) {
-    throw std::runtime_error("-o " + output + ": " + problem);
+    throw CLI::ValidationError("-o " + output + ": " + problem);
   }
   const Endpoint endpoint = trace_endpoint(options.pid);
   const std::string token = "token=" + endpoint.token;
@@ -226,7 +226,7 @@ CUDASCOPE_COMMAND(trace, 31) {
   static TraceOptions options;
   CLI::App* sub = app.add_subcommand(
       "trace", "Record a trace window of a running program (one started with `cudascope run --metrics ADDR:PORT --no-trace`)");
-  sub->add_option("--pid", options.pid, "The program's process id")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--pid", options.pid, "The program's process id")->required()->check(cudascope::cli::ProcessId());
   sub->add_option("--duration", options.duration, "How long to record: 10s, 500ms, 2m")->capture_default_str();
   sub->add_option("-o,--output", options.output, "Trace file (.json or .json.gz)")
       ->capture_default_str()

@@ -2,7 +2,13 @@
 // Subcommands register themselves: each cmd_<name>.cpp defines one
 //   CUDASCOPE_COMMAND(name, order) { CLI::App* sub = app.add_subcommand(...); ... }
 // and the cli/CMakeLists.txt lists the file. The body adds a subcommand to `app` and
-// sets its callback; the callback's return value is the process exit code.
+// sets its callback, which passes the process exit code to set_exit_code.
+//
+// Exit codes: a command line that cannot be run as written is a usage error, exit 2, told
+// with a pointer to --help: CLI11's own parse errors, a validator's refusal, and what a
+// callback finds wrong with its flags before any work (a value that needs a look at the
+// system, a flag that needs another), which it throws as CLI::ValidationError. Any other
+// exception is a failure of the work, exit 1.
 
 #include <CLI/CLI.hpp>
 

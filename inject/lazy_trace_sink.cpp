@@ -1,6 +1,5 @@
 #include "lazy_trace_sink.h"
 
-#include <cstdio>
 #include <exception>
 #include <utility>
 
@@ -64,13 +63,17 @@ void LazyTraceSink::open() {
     trace->begin(info_);
     if (!held_.empty()) trace->write(held_.data(), held_.size());
     trace_ = std::move(trace);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cudascope: not writing the trace: %s\n", e.what());
+  } catch (...) {
+    // Passed on once: the GuardedSink around this one reports it (to `cudascope run` too,
+    // which then does not take the run for a recorded one); later writes do nothing.
     failed_ = true;
+    held_.clear();
+    held_.shrink_to_fit();
+    throw;
   }
   held_.clear();
   held_.shrink_to_fit();
-  if (trace_) opened_.store(true, std::memory_order_release);
+  opened_.store(true, std::memory_order_release);
 }
 
 void LazyTraceSink::flush() {

@@ -44,8 +44,8 @@ bool shows_cuda_or_nvtx_use(const profiler::Record& record) noexcept;
 class LazyTraceSink final : public profiler::TraceSink {
  public:
   // Opens the trace (naming and claiming its file); called at most once, on the thread that
-  // writes the first record showing use. What it throws is reported on stderr and the
-  // process goes on unrecorded to a file.
+  // writes the first record showing use. What it throws passes out of that write, once (the
+  // GuardedSink around this sink reports it); the process goes on unrecorded to a file.
   using Opener = std::function<std::unique_ptr<profiler::TraceSink>()>;
 
   // Records held before the file opens, at most; a process producing more descriptions than

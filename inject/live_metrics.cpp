@@ -116,7 +116,8 @@ std::unique_ptr<profiler::TraceSink> with_metrics(std::unique_ptr<profiler::Trac
   try {
     metrics::MetricsServer& server = metrics::process_server(bind);
     server.add_source([live] { return live->render(); });
-    std::fprintf(stderr, "cudascope: serving live metrics at http://%s/metrics (port %d)\n", bind, server.port());
+    std::fprintf(stderr, "cudascope: serving live metrics at http://%s/metrics (port %d)\n", server.address().c_str(),
+                 server.port());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: CUDASCOPE_METRICS=%s: not serving metrics in this process: %s\n", bind, e.what());
     return trace;

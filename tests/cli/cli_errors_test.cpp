@@ -9,7 +9,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -235,6 +238,114 @@ TEST(CliErrorsTest, DemoHoldEndsCleanlyOnSigterm) {
   EXPECT_THAT(result.output, ::testing::ContainsRegex("holding [1-9][0-9.]* MiB of the last two steps"));
   EXPECT_THAT(result.output, HasSubstr("memory summary"));  // it went on to finish normally
   EXPECT_LT(elapsed, std::chrono::seconds(30));
+}
+
+// --- port 0, --delay, --pid and the exit status of usage errors ----------------------------
+
+// The URL in "serving ... at http://ADDRESS:PORT/metrics (port N)" lines, where PORT is not N.
+std::vector<std::string> urls_not_naming_their_port(const std::string& output) {
+  static const std::regex banner("http://[^ ]*:([0-9]+)/metrics \\(port ([0-9]+)\\)");
+  std::vector<std::string> wrong;
+  for (std::sregex_iterator it(output.begin(), output.end(), banner), end; it != end; ++it) {
+    if ((*it)[1] != (*it)[2]) wrong.push_back(it->str());
+  }
+  return wrong;
+}
+
+// With port 0 the system picks the port; the URL the program prints and the address
+// `cudascope trace --pid` reads from its environment must both name the port it listens on.
+TEST(CliErrorsTest, RunOnPortZeroTellsAndPublishesThePortItListensOn) {
+  const std::string dir = temp_path("port0");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string cli = CUDASCOPE_CLI_PATH;
+  const Result result = cudascope::testing::run_shell(
+      "CUDASCOPE_BACKEND=sim " + cli + " run --metrics 127.0.0.1:0 --no-trace --window-dir " + dir + " -- " + cli +
+      " demo --iterations 2 --kernel-ms 1 --hold 30 > " + dir + "/run.log 2>&1 & run=$!; "
+      "for i in $(seq 100); do grep -q holding " + dir + "/run.log && break; sleep 0.1; done; "
+      "timeout 20 " + cli + " trace --pid $run --duration 200ms -o " + dir + "/window.json; echo trace=$?; "
+      "kill -TERM $run; wait $run; cat " + dir + "/run.log");
+  EXPECT_THAT(result.output, HasSubstr("trace=0"));
+  EXPECT_THAT(result.output, Not(HasSubstr("not reachable")));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/window.json")) << result.output;
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("serving live metrics at http://127\\.0\\.0\\.1:[1-9]"));
+  EXPECT_THAT(urls_not_naming_their_port(result.output), ::testing::IsEmpty()) << result.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliErrorsTest, ServeOnPortZeroPrintsTheUrlOfThePortItListensOn) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim timeout -s TERM 2", "serve --bind 127.0.0.1:0");
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("at http://127\\.0\\.0\\.1:[1-9][0-9]*/metrics \\(port"));
+  EXPECT_THAT(urls_not_naming_their_port(result.output), ::testing::IsEmpty()) << result.output;
+}
+
+// The recording window opens --delay seconds into each process: a program that ended sooner
+// recorded nothing because of the delay, not because it used no CUDA.
+TEST(CliErrorsTest, RunOfAProgramShorterThanTheDelaySaysTheDelayHadNotPassed) {
+  const std::string output = temp_path("delayed.json");
+  std::filesystem::remove(output);
+  const Result result =
+      run_cli("CUDASCOPE_BACKEND=sim", "run --delay 5 -o " + output + " -- " + CUDASCOPE_CLI_PATH + " demo --iterations 2");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("before the --delay of 5 s had passed, so nothing was recorded"));
+  EXPECT_THAT(result.output, Not(HasSubstr("used CUDA or NVTX")));
+  EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+TEST(CliErrorsTest, PidThatIsNotAProcessIdIsToldInAWord) {
+  for (const std::string pid : {"0", "-5", "abc", "99999999999"}) {
+    const Result result = run_cli("", "trace --pid " + pid + " -o " + temp_path("pid.json"));
+    EXPECT_EQ(result.exit_code, 2) << pid << ": " << result.output;
+    EXPECT_THAT(result.output, HasSubstr("--pid: " + pid + " is not a process id (a positive integer)")) << pid;
+    EXPECT_THAT(result.output, Not(::testing::ContainsRegex("[0-9]{16}"))) << pid;
+    EXPECT_THAT(result.output, Not(HasSubstr("Could not convert"))) << pid;
+  }
+}
+
+TEST(CliErrorsTest, NegativeHealthIntervalIsToldWithReadableLimits) {
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim timeout -s TERM 5", "serve --health-interval-ms -1");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("--health-interval-ms: '-1'"));
+  EXPECT_THAT(result.output, Not(::testing::ContainsRegex("[0-9]{16}")));
+  EXPECT_THAT(result.output, Not(HasSubstr("serving")));
+}
+
+// A command line refused before any work exits 2, as CLI11's own parse errors do, whichever
+// check finds it: a validator or the command's own look at its flags.
+TEST(CliErrorsTest, UsageErrorsFoundByTheCommandsExitTwo) {
+  const std::string marker = marker_path("usage");
+  const std::string window_dir = " --window-dir /nonexistent/windows";
+  for (const std::string& arguments : std::vector<std::string>{
+           "run --activities bogus -- touch " + marker, "run --no-trace -- touch " + marker,
+           "run --window-dir /tmp -- touch " + marker,
+           "run --metrics 127.0.0.1:0 --no-trace" + window_dir + " -- touch " + marker,
+           "serve --bind bogus", "trace --pid 1 --duration abc"}) {
+    const Result result = run_cli("CUDASCOPE_BACKEND=sim timeout -s TERM 10", arguments);
+    EXPECT_EQ(result.exit_code, 2) << arguments << ": " << result.output;
+    EXPECT_THAT(result.output, HasSubstr("--help' for the options")) << arguments;
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "cudascope run started the program";
+}
+
+TEST(CliErrorsTest, RunHelpTellsTheExitStatus) {
+  const Result result = run_cli("", "run --help");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("Exit status: the program's own"));
+  EXPECT_THAT(result.output, HasSubstr("1 when the program exited 0 but a trace could not be written"));
+  EXPECT_THAT(result.output, HasSubstr("2 when run refuses the command line"));
+}
+
+// A file that exists but is no regular file, or is a kernel interface (procfs files stat as
+// regular, and root may open them for writing), is refused before the program starts.
+TEST(CliErrorsTest, RunToAnOutputThatIsNoRegularFileNeverStartsTheProgram) {
+  for (const std::string& output : std::vector<std::string>{"/proc/version", "/dev/null", ::testing::TempDir()}) {
+    const std::string marker = marker_path("special");
+    const Result result = run_cli("CUDASCOPE_BACKEND=sim", "run -o " + output + " -- touch " + marker);
+    EXPECT_EQ(result.exit_code, 2) << output << ": " << result.output;
+    EXPECT_THAT(result.output, HasSubstr("--output: cannot write " + output)) << output;
+    EXPECT_THAT(result.output, ::testing::AnyOf(HasSubstr("not a regular file"), HasSubstr("it is a directory")));
+    EXPECT_FALSE(std::filesystem::exists(marker)) << output << ": the program ran";
+  }
 }
 
 }  // namespace

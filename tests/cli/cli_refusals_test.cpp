@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -132,6 +133,61 @@ TEST(WriteErrorTest, OutputFileThatIsNotARegularFileIsRefusedBeforeWork) {
   EXPECT_EQ(trace.exit_code, 2) << trace.output;
   EXPECT_NE(trace.output.find("not a regular file"), std::string::npos) << trace.output;
   EXPECT_EQ(trace.output.find("written"), std::string::npos) << trace.output;
+}
+
+// A trace its process opened but could not write a byte of: the program ran, so this is found
+// only at the end, and it must not pass for a recorded run. A pattern's expansion is not
+// probed before the program starts (it may differ per process), so a name it expands to can
+// be a link to /dev/full; the injection library follows it (as any output, claim_trace_path).
+TEST(WriteErrorTest, RunWhoseTraceCouldNotBeWrittenIsANonZeroExit) {
+  const std::string dir = temp_path("unwritable_trace");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("/dev/full", dir + "/t_0.json");
+  const std::string cli = CUDASCOPE_CLI_PATH;
+  const std::string run = "CUDASCOPE_BACKEND=sim RANK=0 " + cli + " run -o '" + dir + "/t_%r.json' -- ";
+  const CliResult succeeded = run_shell(run + cli + " demo --iterations 2");
+  EXPECT_EQ(succeeded.exit_code, 1) << succeeded.output;
+  EXPECT_NE(succeeded.output.find("cannot write '" + dir + "/t_0.json'"), std::string::npos) << succeeded.output;
+  EXPECT_NE(succeeded.output.find("the program exited with status 0; recording failed"), std::string::npos) << succeeded.output;
+  EXPECT_EQ(succeeded.output.find("events, "), std::string::npos) << "listed as a trace: " << succeeded.output;
+  // A program that failed keeps its own status.
+  const CliResult failed = run_shell(run + "sh -c '" + cli + " demo --iterations 2 >/dev/null; exit 3'");
+  EXPECT_EQ(failed.exit_code, 3) << failed.output;
+  EXPECT_NE(failed.output.find("cannot write '" + dir + "/t_0.json'"), std::string::npos) << failed.output;
+  std::filesystem::remove_all(dir);
+}
+
+// --- a device given twice ---------------------------------------------------------------------
+
+// The lines of an exposition without their values: comments and series, in order.
+std::vector<std::string> series_of(const std::string& exposition) {
+  std::vector<std::string> series;
+  std::istringstream lines(exposition);
+  for (std::string line; std::getline(lines, line);) {
+    series.push_back(line.rfind('#', 0) == 0 ? line : line.substr(0, line.rfind(' ')));
+  }
+  return series;
+}
+
+// Each series once: an exposition with a series twice is rejected whole by Prometheus.
+TEST(RepeatedDeviceTest, MetricsReportsARepeatedDeviceOnceAndSaysSo) {
+  const CliResult once = run_cli("CUDASCOPE_BACKEND=sim", "metrics --device 0 2>/dev/null");
+  const CliResult repeated = run_cli("CUDASCOPE_BACKEND=sim", "metrics --device 0 --device 0 --device 0");
+  ASSERT_EQ(once.exit_code, 0) << once.output;
+  EXPECT_EQ(repeated.exit_code, 0) << repeated.output;
+  const std::string note = "cudascope: --device 0 given more than once; reporting each device once\n";
+  const std::size_t at = repeated.output.find(note);
+  ASSERT_NE(at, std::string::npos) << repeated.output;
+  EXPECT_EQ(repeated.output.find(note, at + 1), std::string::npos) << "one note: " << repeated.output;
+  EXPECT_EQ(series_of(std::string(repeated.output).erase(at, note.size())), series_of(once.output));
+}
+
+TEST(RepeatedDeviceTest, ServeCountsARepeatedDeviceOnce) {
+  const CliResult r =
+      run_cli("CUDASCOPE_BACKEND=sim timeout -s TERM 2", "serve --bind 127.0.0.1:0 --device 0 --device 0");
+  EXPECT_NE(r.output.find("--device 0 given more than once"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("serving metrics of 1 device(s)"), std::string::npos) << r.output;
 }
 
 // --- an output that is one of the inputs ------------------------------------------------------

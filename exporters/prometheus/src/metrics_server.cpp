@@ -28,12 +28,13 @@ std::string render_device_health(const cuda::DeviceTelemetry& figures, int devic
 }
 
 struct MetricsServer::Impl {
+  std::string bind;  // as asked for: port 0 stays 0 here
   std::mutex mutex;
   std::vector<std::function<std::string()>> sources;
   std::map<std::string, Handler> handlers;
   std::unique_ptr<detail::HttpServer> http;  // last: its thread stops before the rest is destroyed
 
-  explicit Impl(const std::string& bind) {
+  explicit Impl(const std::string& bind_text) : bind(bind_text) {
     std::map<std::string, detail::HttpHandler> routes;
     routes["/metrics"] = [this](const detail::HttpRequest&) {
       detail::HttpResponse response;
@@ -91,6 +92,12 @@ void MetricsServer::add_handler(const std::string& path, Handler handler) {
 
 int MetricsServer::port() const { return impl_->http->port(); }
 
+std::string MetricsServer::address() const {
+  // The server parsed `bind` already: the port is whatever follows its last ':' ("[::1]:0" too).
+  const std::string& bind = impl_->bind;
+  return bind.substr(0, bind.rfind(':') + 1) + std::to_string(port());
+}
+
 MetricsServer& process_server(const std::string& bind) {
   static std::mutex mutex;
   static MetricsServer* server = nullptr;  // never destroyed: scrapes may come until exit
@@ -121,7 +128,8 @@ extern "C" __attribute__((visibility("default"))) int cudascope_metrics_autostar
     cudascope::metrics::MetricsServer& server = cudascope::metrics::process_server(bind);
     server.add_source([collector] { return prometheus::TextSerializer().Serialize(collector->Collect()); });
     started = true;
-    std::fprintf(stderr, "cudascope: serving this process's metrics at http://%s/metrics (port %d)\n", bind, server.port());
+    std::fprintf(stderr, "cudascope: serving this process's metrics at http://%s/metrics (port %d)\n", server.address().c_str(),
+                 server.port());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cudascope: CUDASCOPE_METRICS=%s: %s\n", bind, e.what());

@@ -127,6 +127,9 @@ class MetricsServer {
   void add_handler(const std::string& path, Handler handler);
   // The port it listens on (the chosen one when asked for port 0).
   int port() const;
+  // The address it listens on as `bind` gave it, with the port it listens on: what a client
+  // connects to ("127.0.0.1:34151" for "127.0.0.1:0"), for messages and URLs.
+  std::string address() const;
 
  private:
   struct Impl;
