@@ -42,14 +42,6 @@ std::string to_json(const std::map<std::string, std::int64_t>& stats) {
   return out + "\n}\n";
 }
 
-// A cuda::Error's own words, without the code, call, file and line meant for device errors.
-std::string replay_error_detail(const cudascope::cuda::Error& e) {
-  const std::string text = e.what();
-  const std::string where = std::string(e.file()) + ":" + std::to_string(e.line()) + ": ";
-  const std::size_t at = text.find(where);
-  return at == std::string::npos ? text : text.substr(at + where.size());
-}
-
 // memory_stats() as JSON to --stats-json (stdout by default); false, said on stderr, when the
 // file cannot be written. Written whole beside the path and renamed over it: a full disk
 // leaves what the path held before, not half a file.
@@ -91,7 +83,7 @@ int run_replay(const ReplayOptions& options) {
     try {
       addresses = cuda::memory::read_recorded_addresses(options.recorded_addresses);
     } catch (const cuda::Error& e) {
-      throw CLI::ValidationError("--recorded-addresses", replay_error_detail(e));
+      throw CLI::ValidationError("--recorded-addresses", cudascope::cli::error_detail(e));
     }
   }
   // Replays run wherever they can: a GPU when there is one, else the simulated device.
@@ -110,7 +102,7 @@ int run_replay(const ReplayOptions& options) {
   try {
     stats = cuda::memory::replay_file(options.file, addresses, at_end);
   } catch (const cuda::Error& e) {  // the file and line at fault, not the code's
-    std::fprintf(stderr, "cudascope replay: error: %s\n", replay_error_detail(e).c_str());
+    std::fprintf(stderr, "cudascope replay: error: %s\n", cudascope::cli::error_detail(e).c_str());
     return 1;
   }
   // The stats first: a snapshot that cannot be written loses nothing else.
@@ -120,7 +112,7 @@ int run_replay(const ReplayOptions& options) {
     try {
       cuda::memory::dump_snapshot(*end_state, options.snapshot);
     } catch (const cuda::Error& e) {
-      std::fprintf(stderr, "cudascope replay: error: --snapshot: %s\n", replay_error_detail(e).c_str());
+      std::fprintf(stderr, "cudascope replay: error: --snapshot: %s\n", cudascope::cli::error_detail(e).c_str());
       return 1;
     }
   }

@@ -38,14 +38,6 @@ struct WhatifOptions {
   bool json = false;
 };
 
-// A cuda::Error's own words, without the call/file/line prefix meant for device errors.
-std::string whatif_error_text(const cudascope::cuda::Error& e) {
-  const std::string text = e.what();
-  const std::string where = std::string(e.file()) + ":" + std::to_string(e.line()) + ": ";
-  const size_t at = text.find(where);
-  return at == std::string::npos ? text : text.substr(at + where.size());
-}
-
 std::string whatif_human(uint64_t bytes) { return cudascope::util::format_bytes(bytes); }
 
 std::string history_note(const SnapshotRequests& r) {
@@ -169,7 +161,7 @@ int run_whatif_command(const WhatifOptions& o) {
   try {
     check_settings(o.confs);
   } catch (const cudascope::cuda::Error& e) {
-    std::fprintf(stderr, "cudascope whatif: error: %s\n", whatif_error_text(e).c_str());
+    std::fprintf(stderr, "cudascope whatif: error: %s\n", cudascope::cli::error_detail(e).c_str());
     return kWhatifUsageError;
   }
   auto loaded = load_snapshot(o.file);
@@ -190,7 +182,7 @@ int run_whatif_command(const WhatifOptions& o) {
   try {
     check_settings({own});
   } catch (const cudascope::cuda::Error& e) {
-    std::fprintf(stderr, "cudascope whatif: error: the snapshot's own settings: %s\n", whatif_error_text(e).c_str());
+    std::fprintf(stderr, "cudascope whatif: error: the snapshot's own settings: %s\n", cudascope::cli::error_detail(e).c_str());
     return 1;
   }
   const SnapshotRequests requests = snapshot_requests(snap, device);
@@ -220,7 +212,7 @@ int run_whatif_command(const WhatifOptions& o) {
     throw;  // not a refusal: run_whatif counts these itself
   } catch (const cudascope::cuda::Error& e) {
     // A sim device without address space (ulimit -v), a request the allocator cannot round.
-    std::fprintf(stderr, "cudascope whatif: error: %s\n", whatif_error_text(e).c_str());
+    std::fprintf(stderr, "cudascope whatif: error: %s\n", cudascope::cli::error_detail(e).c_str());
     return 1;
   }
   const std::vector<int> devices = snap.device_ids();
