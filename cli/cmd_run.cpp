@@ -572,6 +572,19 @@ void mark_unwritten_traces(std::vector<TraceFile>& files) {
   }
 }
 
+// A fixed -o name belongs to the process run started; a process it started in turn (a shell
+// running the program, a launcher) writes "NAME.<pid>.json" beside it. When that is the only
+// trace and the name itself was never written, the trace takes the name asked for.
+void name_the_only_trace(std::vector<TraceFile>& files, const std::string& output) {
+  if (files.size() != 1 || cudascope::exporters::is_trace_path_pattern(output)) return;
+  TraceFile& file = files.front();
+  if (file.pid == 0 || !file.failure.empty() || !file.summary.empty() || being_written(file.path)) return;
+  if (file.path != cudascope::exporters::with_pid_suffix(output, std::to_string(file.pid))) return;
+  struct stat status {};
+  if (lstat(output.c_str(), &status) == 0) return;  // something else holds the name: left alone
+  if (std::rename(file.path.c_str(), output.c_str()) == 0) file.path = output;
+}
+
 // The end of a run: each trace written, closed if the program was killed before it could.
 void report_traces(std::vector<TraceFile> files, const std::string& output, int status, const std::string& why_none) {
   if (files.empty()) {
@@ -684,6 +697,7 @@ int run_traced(const RunOptions& options) {
   if (!metrics.no_trace) {
     for (TraceFile& file : unreported_traces(output, started, run_id, files)) files.push_back(std::move(file));
     mark_unwritten_traces(files);
+    name_the_only_trace(files, output);
   }
   const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });
   if (!metrics.no_trace) {

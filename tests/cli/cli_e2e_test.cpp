@@ -394,5 +394,32 @@ TEST(CliE2eTest, RunActivitiesRecordsOnlyTheChosenKinds) {
   EXPECT_THAT(r.output, HasSubstr("kernels"));
 }
 
+// The process run starts owns a fixed -o name; a process it starts in turn writes
+// NAME.<pid>.json beside it. When that is the only trace (the program run under a shell), it
+// takes the name asked for; two such processes keep their own names.
+TEST(CliE2eTest, RunNamesTheOnlyTraceAsAskedWhenTheProgramRunsUnderAShell) {
+  const std::string cli = CUDASCOPE_CLI_PATH;
+  const std::string dir = temp("run_under_shell");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto listing = [&dir] {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
+    return names;
+  };
+  auto r = run_cli("CUDASCOPE_BACKEND=sim", "run -o " + dir + "/one.json -- sh -c '" + cli + " demo --iterations 2 >/dev/null; true'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(listing(), std::set<std::string>{"one.json"}) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("trace " + dir + "/one.json ("));
+  EXPECT_TRUE(event_kinds(dir + "/one.json").count({"X", "kernel"}));
+  r = run_cli("CUDASCOPE_BACKEND=sim", "run -o " + dir + "/two.json -- sh -c '" + cli + " demo --iterations 2 >/dev/null; " +
+                                           cli + " demo --iterations 2 >/dev/null'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::size_t suffixed = 0;
+  for (const std::string& name : listing()) suffixed += name.starts_with("two.") && name != "two.json";
+  EXPECT_EQ(suffixed, 2U) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cudascope::testing
