@@ -257,6 +257,14 @@ const char* CuptiDecoder::api_name(bool runtime, std::uint32_t callback_id) {
   return api_names_[key] = intern(name);
 }
 
+void CuptiDecoder::push_work(const Record& record) {
+  if (record.start_ns == 0 || record.end_ns < record.start_ns) {
+    ++incomplete_;
+    return;
+  }
+  scratch_.push_back(record);
+}
+
 std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, const Output& out) {
   scratch_.clear();
   std::vector<std::pair<std::size_t, std::uint32_t>> markers;  // scratch_ index, marker id
@@ -266,10 +274,10 @@ std::size_t CuptiDecoder::decode(std::uint8_t* buffer, std::size_t valid_bytes, 
     ++count;
     switch (activity->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: scratch_.push_back(kernel(as<detail::CuptiKernelRecord>(activity))); break;
-      case CUPTI_ACTIVITY_KIND_MEMCPY: scratch_.push_back(memcpy_record(as<CUpti_ActivityMemcpy6>(activity))); break;
-      case CUPTI_ACTIVITY_KIND_MEMCPY2: scratch_.push_back(peer_copy(as<CUpti_ActivityMemcpyPtoP4>(activity))); break;
-      case CUPTI_ACTIVITY_KIND_MEMSET: scratch_.push_back(memset_record(as<CUpti_ActivityMemset4>(activity))); break;
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: push_work(kernel(as<detail::CuptiKernelRecord>(activity))); break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY: push_work(memcpy_record(as<CUpti_ActivityMemcpy6>(activity))); break;
+      case CUPTI_ACTIVITY_KIND_MEMCPY2: push_work(peer_copy(as<CUpti_ActivityMemcpyPtoP4>(activity))); break;
+      case CUPTI_ACTIVITY_KIND_MEMSET: push_work(memset_record(as<CUpti_ActivityMemset4>(activity))); break;
       case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
         scratch_.push_back(synchronization(as<CUpti_ActivitySynchronization2>(activity), context_devices_));
         break;

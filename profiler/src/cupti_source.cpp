@@ -469,10 +469,14 @@ void CuptiSource::on_buffer_completed(void* context, std::uint32_t stream_id, st
   if (buffer == nullptr) return;
   if (!discard_) {
     std::lock_guard lock(decode_mutex_);
+    const std::uint64_t incomplete = decoder_.incomplete();
     decoder_.decode(buffer, valid_bytes, [](const Record* records, std::size_t count) {
       RecordBuffers& buffers = RecordBuffers::process();
       for (std::size_t i = 0; i < count; ++i) buffers.emit(records[i]);
     });
+    // Records of work CUPTI could not time (still running at a forced flush) are lost as
+    // surely as those it dropped.
+    dropped_.fetch_add(decoder_.incomplete() - incomplete, std::memory_order_relaxed);
   }
   std::size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(static_cast<CUcontext>(context), stream_id, &dropped) == CUPTI_SUCCESS) {

@@ -105,9 +105,9 @@ TEST(CuptiDecoderTest, CopiesFillsSyncsAndApiCallsDecodeWithTheirKindSpecificFie
   copy.deviceId = 0, copy.streamId = 3, copy.correlationId = 5, copy.start = 30, copy.end = 90;
   auto& peer = buffer.add<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2);
   peer.bytes = 4096;
-  peer.srcDeviceId = 0, peer.dstDeviceId = 1, peer.deviceId = 1;
+  peer.srcDeviceId = 0, peer.dstDeviceId = 1, peer.deviceId = 1, peer.start = 40, peer.end = 60;
   auto& fill = buffer.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
-  fill.bytes = 512, fill.value = 0xab, fill.streamId = 3;
+  fill.bytes = 512, fill.value = 0xab, fill.streamId = 3, fill.start = 95, fill.end = 99;
   auto& context = buffer.add<cudascope::profiler::detail::CuptiContextRecord>(CUPTI_ACTIVITY_KIND_CONTEXT);
   context.contextId = 11, context.deviceId = 2;
   auto& sync = buffer.add<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
@@ -240,4 +240,29 @@ TEST(CuptiDecoderTest, DeviceMemoryRecordsTallyWhatEachDeviceHoldsAndSkipHostMem
   EXPECT_EQ(records[3].u.device_memory.address, 0x7f0000000000u);
   EXPECT_EQ(records[3].start_ns, 14u);
   EXPECT_EQ(decoder.skipped(), 1u) << "the pinned host allocation";
+}
+
+// A forced flush hands over records of work still running, which CUPTI says may hold 0
+// timestamps: such kernels, copies and memsets are counted, not passed on (one at time 0, or
+// lasting 2^64 ns, would wreck a timeline and the GPU time summed from it).
+TEST(CuptiDecoderTest, WorkWithAZeroOrBackwardTimeIsCountedIncompleteNotPassedOn) {
+  ActivityBuffer buffer;
+  auto& whole = buffer.add<cudascope::profiler::detail::CuptiKernelRecord>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  whole.start = 1000, whole.end = 2000, whole.name = "whole";
+  auto& unstarted = buffer.add<cudascope::profiler::detail::CuptiKernelRecord>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  unstarted.start = 0, unstarted.end = 0, unstarted.name = "still_running";
+  auto& backward = buffer.add<cudascope::profiler::detail::CuptiKernelRecord>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  backward.start = 5000, backward.end = 0, backward.name = "no_end";
+  auto& copy = buffer.add<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
+  copy.start = 0, copy.end = 0, copy.bytes = 64;
+  auto& set = buffer.add<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
+  set.start = 3000, set.end = 3000, set.bytes = 32;  // an instant is whole
+  TestDecoder decoder;
+  const auto records = decode(decoder, buffer);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].kind, RecordKind::kKernel);
+  EXPECT_STREQ(records[0].u.kernel.name, "whole");
+  EXPECT_EQ(records[1].kind, RecordKind::kMemset);
+  EXPECT_EQ(decoder.incomplete(), 3u);
+  EXPECT_EQ(decoder.skipped(), 0u);
 }
