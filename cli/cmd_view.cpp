@@ -65,7 +65,7 @@ CUDASCOPE_COMMAND(view, 61) {
                                         "viewer's search box does (zoomed to, its details shown)")
                             ->needs(screenshot);
   sub->add_option("--match", options->match, "with --select: the N-th such event instead of the first")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000000))
       ->needs(select);
   sub->callback([options] {
     for (const std::string& file : options->files)
