@@ -158,17 +158,28 @@ constexpr CUpti_CallbackId kDriverLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
 
-thread_local int runtime_launch_depth = 0;
+// How deep the thread is in runtime launch calls, as counted under one subscription: a call
+// whose exit never came back (the subscription ended in between) must not keep a later one
+// from counting this thread's launches.
+struct LaunchDepth {
+  std::uint64_t subscription = 0;
+  int depth = 0;
+};
+thread_local LaunchDepth runtime_launch_depth;
+std::atomic<std::uint64_t> launch_subscriptions{0};
 
-// One relaxed increment per launch call; nothing else on the launching thread.
+// One relaxed increment per launch call, and a relaxed load; nothing else on the launching thread.
 void count_launch(KernelSampling& sampling, CUpti_CallbackDomain domain, const CUpti_CallbackData& call) noexcept {
+  LaunchDepth& runtime = runtime_launch_depth;
+  const std::uint64_t subscription = launch_subscriptions.load(std::memory_order_relaxed);
+  if (runtime.subscription != subscription) runtime = {subscription, 0};
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (call.callbackSite == CUPTI_API_ENTER) {
-      if (runtime_launch_depth++ == 0) sampling.count_launch();
-    } else if (runtime_launch_depth > 0) {
-      --runtime_launch_depth;
+      if (runtime.depth++ == 0) sampling.count_launch();
+    } else if (runtime.depth > 0) {
+      --runtime.depth;
     }
-  } else if (call.callbackSite == CUPTI_API_ENTER && runtime_launch_depth == 0) {
+  } else if (call.callbackSite == CUPTI_API_ENTER && runtime.depth == 0) {
     sampling.count_launch();
   }
 }
@@ -328,8 +339,8 @@ void CuptiSource::set_kernel_records(bool on) noexcept {
   if (started_.load() && on != kernel_records_on_) switch_sampled_kinds(on);
 }
 
-// Under kernel_mutex_. A failure leaves the kinds as they were: the sampler's next switch
-// tries again, and the window's records are what CUPTI gave.
+// Under kernel_mutex_. CUPTI's answers are not acted on: a kind it refuses to switch stays as
+// it was until the sampler's next switch, and the window's records are what CUPTI gave.
 // A window a trace asked for (full_requested) switches every work kind, a sampled one those
 // metrics read; off switches what on did.
 void CuptiSource::switch_sampled_kinds(bool on) noexcept {
@@ -381,6 +392,7 @@ bool CuptiSource::open_launch_subscription(bool counting, bool nccl) noexcept {
     return false;
   }
   launch_subscriber_ = subscriber;
+  launch_subscriptions.fetch_add(1, std::memory_order_relaxed);
   if (counting) {
     for (CUpti_CallbackId cbid : kRuntimeLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
     for (CUpti_CallbackId cbid : kDriverLaunches) cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
