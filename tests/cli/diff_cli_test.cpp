@@ -39,15 +39,6 @@ std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "diff_cli_" + std::to_string(::getpid()) + "_" + name;
 }
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void put_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 nlohmann::json diff_json(const std::string& a, const std::string& b) {
   const CliResult r = run_cli("", "diff -q --json --top 0 '" + a + "' '" + b + "' 2>/dev/null");
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -20,6 +20,8 @@
 
 namespace {
 
+using cudascope::testing::bytes_of;
+using cudascope::testing::put_bytes;
 using cudascope::testing::run_cli;
 using cudascope::testing::run_shell;
 using ::testing::HasSubstr;
@@ -28,15 +30,6 @@ std::string data(const std::string& name) { return std::string(CUDASCOPE_TEST_DA
 
 std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "reader_input_" + std::to_string(::getpid()) + "_" + name;
-}
-
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void put_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // `text` written gzip-compressed to a temporary `name` (ending in .gz); its bytes.

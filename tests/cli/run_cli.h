@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace cudascope::testing {
@@ -30,6 +32,16 @@ inline CliResult run_shell(const std::string& command_line) {
 // `environment` goes before the command ("CUDASCOPE_BACKEND=sim", "cd /tmp &&" or empty).
 inline CliResult run_cli(const std::string& environment, const std::string& arguments) {
   return run_shell(environment + " " + CUDASCOPE_CLI_PATH + " " + arguments);
+}
+
+// A file's bytes as they are (binary), and a file made of `bytes`: inputs cut or edited.
+inline std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void put_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 }  // namespace cudascope::testing
