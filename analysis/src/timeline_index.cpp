@@ -108,6 +108,10 @@ void TimelineIndex::build_rows(const TraceModel& model) {
   const auto order = model.track_order();
   std::vector<std::vector<std::uint32_t>> counters_of(model.processes().size());
   for (std::uint32_t c = 0; c < model.counters().size(); ++c) counters_of[model.counters()[c].process].push_back(c);
+  // Each process's tracks in track_order()'s order: one pass, so a trace of many processes
+  // (one per event, in a hostile file) costs its tracks once, not once per process.
+  std::vector<std::vector<std::uint32_t>> tracks_of(model.processes().size());
+  for (std::uint32_t t : order) tracks_of[model.tracks()[t].process].push_back(t);
   std::vector<bool> shown(model.processes().size(), false);
   // Processes in the order their first non-empty track appears in track_order(), then
   // processes holding only counters.
@@ -142,8 +146,7 @@ void TimelineIndex::build_rows(const TraceModel& model) {
         rows_.push_back(std::move(row));
       }
     }
-    for (std::uint32_t t : order) {
-      if (model.tracks()[t].process != p) continue;
+    for (std::uint32_t t : tracks_of[p]) {
       if (tracks_[t].consumed == 0) continue;  // a named thread without events
       TimelineRow row;
       row.kind = TimelineRow::Kind::slices;

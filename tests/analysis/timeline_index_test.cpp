@@ -55,6 +55,36 @@ TEST(TimelineIndexTest, RowsFollowProcessesThenCountersThenThreads) {
   EXPECT_EQ(index.end_ns(), 1000030000);
 }
 
+// Many processes of several threads each, their events interleaved in the file: each
+// process's header row is followed by its own threads, in tid order, and nothing else (the rows
+// are built from each process's tracks, gathered once).
+TEST(TimelineIndexTest, ManyProcessesEachGetTheirOwnThreadsInOrder) {
+  constexpr int kProcesses = 3000, kThreads = 3;
+  std::string text = "[";
+  for (int t = kThreads - 1; t >= 0; --t) {
+    for (int p = 0; p < kProcesses; ++p) {
+      text += std::string(text.size() > 1 ? "," : "") + R"({"ph":"X","name":"k","ts":)" + std::to_string(p) +
+              R"(,"dur":1,"pid":)" + std::to_string(1000 + p) + R"(,"tid":)" + std::to_string(t) + "}";
+    }
+  }
+  text += "]";
+  const auto model = load_text(text);
+  const auto index = TimelineIndex::build(*model);
+  const auto& rows = index.rows();
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(kProcesses * (1 + kThreads)));
+  for (int p = 0; p < kProcesses; ++p) {
+    const std::size_t header = static_cast<std::size_t>(p) * (1 + kThreads);
+    ASSERT_EQ(rows[header].kind, TimelineRow::Kind::process) << header;
+    EXPECT_EQ(rows[header].label, "process " + std::to_string(1000 + p));
+    for (int t = 0; t < kThreads; ++t) {
+      const TimelineRow& row = rows[header + 1 + t];
+      ASSERT_EQ(row.kind, TimelineRow::Kind::slices) << header + 1 + t;
+      EXPECT_EQ(row.process, rows[header].process);
+      EXPECT_EQ(row.label, "thread " + std::to_string(t));
+    }
+  }
+}
+
 TEST(TimelineIndexTest, NvtxRangesNestTheCallsInsideThem) {
   const auto model = load("trace_golden.json");
   const auto index = TimelineIndex::build(*model);

@@ -27,6 +27,16 @@ const QColor kGrid(0x3a, 0x3a, 0x44), kMerged(0x6a, 0x6a, 0x78), kSelection(0xff
 
 QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
+// No more of a name than a slice or a tooltip could show. A name of megabytes (a broken or
+// hostile trace) would otherwise be measured whole at every repaint.
+constexpr qsizetype kMaxLabelChars = 512, kMaxTooltipNameChars = 4096;
+QString capped(QString text, qsizetype max) {
+  if (text.size() > max) {
+    text.truncate(max);
+    text += QChar(0x2026);  // …
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -134,7 +144,7 @@ int TraceTimelineView::foldedLanes(quint32 row) const {
 QString TraceTimelineView::shortName(std::uint32_t name) const {
   if (short_names_.size() <= name) short_names_.resize(std::max<std::size_t>(name + 1, doc_->model().strings().size()));
   QString& s = short_names_[name];
-  if (s.isNull()) s = doc_->shortName(name);
+  if (s.isNull()) s = capped(doc_->shortName(name), kMaxLabelChars);
   return s;
 }
 
@@ -571,7 +581,7 @@ QString TraceTimelineView::describe(QPoint point) const {
         .arg(item.count)
         .arg(formatDuration(item.start_ns - doc_->index().begin_ns()), formatDuration(item.end_ns - doc_->index().begin_ns()));
   const auto& e = m.event(item.event);
-  const QString full = view(m.name(e)), brief = shortName(e.name);
+  const QString full = capped(view(m.name(e)), kMaxTooltipNameChars), brief = shortName(e.name);
   QString text = brief == full ? full : brief + "\n" + full;
   text += "\n" + view(m.cat(e));
   if (e.dur_ns >= 0) text += "  " + formatDuration(e.dur_ns);
