@@ -69,14 +69,24 @@ void communicator_json(std::string& out, const CommunicatorCollectives& c) {
 class Reader {
  public:
   explicit Reader(std::string& error) : error_(error) {}
-  void integer(simdjson::dom::object o, const char* key, std::int64_t& out, const std::string& where) {
+  // A summary's integers lie in [min, max]: a count or a time in ns is never negative, and
+  // 2^62 ns (146 years) bounds any time or sum of times, so the merge's sums cannot overflow;
+  // a rank is -1 (none) or below 2^24. An edited or corrupted file is refused, naming the key.
+  static constexpr std::int64_t kMaxNs = std::int64_t{1} << 62;
+  static constexpr std::int64_t kMaxRank = std::int64_t{1} << 24;
+  void integer(simdjson::dom::object o, const char* key, std::int64_t& out, const std::string& where,
+               std::int64_t min = 0, std::int64_t max = kMaxNs) {
     simdjson::dom::element value;
     if (o[key].get(value)) return;
-    if (value.get_int64().get(out)) fail(where + "\"" + key + "\" is not an integer");
+    if (value.get_int64().get(out)) return fail(where + "\"" + key + "\" is not an integer");
+    if (out < min || out > max) {
+      fail(where + "\"" + key + "\" is " + std::to_string(out) + ", outside " + std::to_string(min) + " to " +
+           std::to_string(max));
+    }
   }
-  void integer(simdjson::dom::object o, const char* key, int& out, const std::string& where) {
+  void rank_field(simdjson::dom::object o, const char* key, int& out, const std::string& where) {
     std::int64_t wide = out;
-    integer(o, key, wide, where);
+    integer(o, key, wide, where, -1, kMaxRank);
     out = static_cast<int>(wide);
   }
   void text(simdjson::dom::object o, const char* key, std::string& out, const std::string& where) {
@@ -97,13 +107,19 @@ class Reader {
     integer(o, "exposed_communication_ns", t.exposed_communication_ns, where);
     integer(o, "copy_ns", t.copy_ns, where);
     integer(o, "idle_ns", t.idle_ns, where);
+    if (t.end_ns < t.start_ns) fail(where + "\"end_ns\" is before \"start_ns\"");
   }
-  void numbers(simdjson::dom::object o, const char* key, std::vector<std::int64_t>& out, const std::string& where) {
+  void numbers(simdjson::dom::object o, const char* key, std::vector<std::int64_t>& out, const std::string& where,
+               std::int64_t min = 0, std::int64_t max = kMaxNs) {
     simdjson::dom::array array;
     if (o[key].get_array().get(array)) return;
     for (simdjson::dom::element e : array) {
       std::int64_t value = 0;
       if (e.get_int64().get(value)) return fail(where + "\"" + key + "\" holds a non-integer");
+      if (value < min || value > max) {
+        return fail(where + "\"" + key + "\" holds " + std::to_string(value) + ", outside " + std::to_string(min) + " to " +
+                    std::to_string(max));
+      }
       out.push_back(value);
     }
   }
@@ -117,7 +133,7 @@ class Reader {
     if (!o["has_sequence"].get_bool().get(has_sequence)) c.has_sequence = has_sequence;
     bool nccl_communicator = false;
     if (!o["nccl_communicator"].get_bool().get(nccl_communicator)) c.nccl_communicator = nccl_communicator;
-    numbers(o, "seq", c.seq, where);
+    numbers(o, "seq", c.seq, where, INT64_MIN, INT64_MAX);  // a trace's own numbers, -1 for none
     numbers(o, "start_ns", c.start_ns, where);
     numbers(o, "end_ns", c.end_ns, where);
     if (c.seq.size() != c.start_ns.size() || c.end_ns.size() != c.start_ns.size())
@@ -190,9 +206,10 @@ RankSummaryReadResult parse_rank_summary(const std::string& text, const std::str
   const std::string where = origin + ": ";
   read.text(o, "file", s.file, where);
   read.text(o, "format", s.format, where);
-  read.integer(o, "rank", s.rank, where);
-  read.integer(o, "local_rank", s.local_rank, where);
-  read.integer(o, "world_size", s.world_size, where);
+  read.rank_field(o, "rank", s.rank, where);
+  read.rank_field(o, "local_rank", s.local_rank, where);
+  read.rank_field(o, "world_size", s.world_size, where);
+  if (s.world_size == 0) read.fail(where + "\"world_size\" is 0 (-1 when unknown)");
   read.text(o, "host", s.host, where);
   read.text(o, "backend", s.backend, where);
   read.text(o, "step_rule", s.step_rule, where);

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -226,6 +228,33 @@ TEST(RankSummaryJsonTest, ErrorsNameTheFileAndTheProblem) {
   EXPECT_NE(parse_rank_summary("{\"cudascopeRankSummary\":1,\"rank\":\"two\"}", "s.json").error.find("\"rank\" is not an integer"),
             std::string::npos);
   EXPECT_NE(parse_rank_summary("{\"cudascopeRankSummary\":1,", "s.json").error.find("s.json: not JSON"), std::string::npos);
+}
+
+// A time or count no recording can produce (negative, or past 2^62 ns, where the merge's sums
+// would overflow), a step ending before it begins, or a rank out of range: the file is refused,
+// naming the key, rather than merged into tables of nonsense.
+TEST(RankSummaryJsonTest, ValuesOutOfRangeAreRefusedNamingTheKey) {
+  RankSummary s = summarize(trace(kGpuName + slice("ProfilerStep#1", "user_annotation", 1000, 1, 0, 250) + "," +
+                                  slice("gemm", "kernel", 0, 7, 0, 100)));
+  ASSERT_EQ(s.steps.size(), 1u);
+  s.rank = 1;
+  s.world_size = 2;
+  ASSERT_TRUE(parse_rank_summary(rank_summary_json(s), "s.json").ok());
+  const auto refused = [&s](const std::function<void(RankSummary&)>& edit) {
+    RankSummary edited = s;
+    edit(edited);
+    return parse_rank_summary(rank_summary_json(edited), "s.json").error;
+  };
+  EXPECT_NE(refused([](RankSummary& e) { e.steps[0].compute_ns = INT64_MIN; }).find("step 0 \"compute_ns\" is -9223372036854775808"),
+            std::string::npos);
+  EXPECT_NE(refused([](RankSummary& e) { e.steps[0].communication_ns = INT64_MAX; }).find("\"communication_ns\" is 9223372036854775807"),
+            std::string::npos);
+  EXPECT_NE(refused([](RankSummary& e) { e.steps[0].start_ns = e.steps[0].end_ns + 1; }).find("\"end_ns\" is before \"start_ns\""),
+            std::string::npos);
+  EXPECT_NE(refused([](RankSummary& e) { e.kernels = -1; }).find("\"kernels\" is -1"), std::string::npos);
+  EXPECT_NE(refused([](RankSummary& e) { e.rank = -2; }).find("\"rank\" is -2"), std::string::npos);
+  EXPECT_NE(refused([](RankSummary& e) { e.world_size = 0; }).find("\"world_size\" is 0"), std::string::npos);
+  EXPECT_TRUE(parse_rank_summary(rank_summary_json(RankSummary{}), "none.json").ok()) << "rank -1: none given";
 }
 
 TEST(RankSummaryJsonTest, FilesAreToldFromTracesByContentPlainOrGzip) {
