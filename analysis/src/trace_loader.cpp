@@ -56,7 +56,13 @@ void finish_model(TraceModel& model, const TraceHeader& header, bool cut_short, 
                           std::to_string(model.event_count()) + " events)");
   }
   if (!model.format_problems.empty()) {
-    model.notes.push_back(std::to_string(model.format_problems.size()) + " events break the format's rules (see --check)");
+    // Past the listed ones the parser keeps one line, not about an event, for how many more.
+    std::string& last = model.format_problems.back();
+    if (!last.starts_with("event ")) {
+      const std::uint64_t listed = model.format_problems.size() - 1;
+      last = "(" + std::to_string(model.format_problem_count - listed) + " more problems not listed)";
+    }
+    model.notes.push_back(std::to_string(model.format_problem_count) + " events break the format's rules (see --check)");
   }
 }
 

@@ -50,9 +50,11 @@ JsonStatus TraceParser::syntax() {
 }
 
 void TraceParser::problem(const std::string& what) {
-  auto& problems = builder_.model().format_problems;
+  TraceModel& model = builder_.model();
+  auto& problems = model.format_problems;
+  ++model.format_problem_count;
   if (problems.size() < kMaxProblems) problems.push_back("event " + std::to_string(header_.events_seen) + ": " + what);
-  else if (problems.size() == kMaxProblems) problems.push_back("(more problems not listed)");
+  else if (problems.size() == kMaxProblems) problems.emplace_back();  // how many more: finish_model
 }
 
 JsonStatus TraceParser::run(TracePhase phase) {

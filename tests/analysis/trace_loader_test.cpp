@@ -8,6 +8,8 @@
 #include <cudascope/analysis/trace_stats.h>
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -257,4 +259,25 @@ TEST(TraceLoaderTest, WrongFieldTypesAreReportedAndTheEventsStillRead) {
   EXPECT_EQ(problems[2], "event 2: negative \"dur\"");
   EXPECT_EQ(problems[3], "event 3: (C): counter \"v\" is not a number");
   EXPECT_EQ(loaded.model->event_count(), 3u) << "the event without \"ph\" is skipped, the others kept";
+}
+
+// Past the few hundred listed, the problems are counted: the note and the list's last line
+// say how many there are in all, not how many were listed.
+TEST(TraceLoaderTest, ProblemsPastTheListedOnesAreCountedInTheNote) {
+  constexpr int kEvents = 1234;
+  std::string text = "[";
+  for (int i = 0; i < kEvents; ++i) {
+    text += std::string(i ? "," : "") + R"({"ph":"X","name":"k","pid":1,"tid":1,"ts":)" + std::to_string(i) + R"(,"dur":-1})";
+  }
+  const auto loaded = analysis::load_trace_text(text + "]", "many");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const auto& problems = loaded.model->format_problems;
+  ASSERT_GT(problems.size(), 100u);
+  ASSERT_LT(problems.size(), static_cast<std::size_t>(kEvents));
+  EXPECT_EQ(loaded.model->format_problem_count, static_cast<std::uint64_t>(kEvents));
+  EXPECT_EQ(problems.back(), "(" + std::to_string(kEvents - (problems.size() - 1)) + " more problems not listed)");
+  const auto& notes = loaded.model->notes;
+  EXPECT_NE(std::find(notes.begin(), notes.end(), std::to_string(kEvents) + " events break the format's rules (see --check)"),
+            notes.end())
+      << ::testing::PrintToString(notes);
 }

@@ -184,8 +184,9 @@ class TraceModel {
   // its last complete event", "3 events without \"ph\" skipped", ...).
   std::vector<std::string> notes;
   // Violations of the trace format's rules met while reading (wrong field types), each
-  // naming the event index; at most a few hundred are kept, then a count.
+  // naming the event index; at most a few hundred are kept, then a line with how many more.
   std::vector<std::string> format_problems;
+  std::uint64_t format_problem_count = 0;  // all of them, listed or not
 
   // Bytes held (events, args, strings, tracks, flows, counters), for budgets and benchmarks.
   std::size_t memory_bytes() const noexcept;
