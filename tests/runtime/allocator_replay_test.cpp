@@ -136,6 +136,23 @@ TEST(ReplayFileTest, AnIdAllocatedTwiceWithoutAFreeIsAnError) {
   EXPECT_EQ(cuda::memory::replay(again, "seq.jsonl").at("allocation.all.allocated"), 2);
 }
 
+// What no recording holds is an error naming the line: an op where the header belongs, a
+// memory limit of no bytes (-1 would read as none), a negative id (it would wrap to 2^64 - 1).
+TEST(ReplayFileTest, AMissingHeaderANonPositiveLimitAndANegativeIdAreErrors) {
+  const auto fails_with = [](const std::string& text, const std::string& message) {
+    std::istringstream in(text);
+    EXPECT_THAT([&] { cuda::memory::replay(in, "seq.jsonl"); },
+                ::testing::ThrowsMessage<cuda::Error>(::testing::HasSubstr(message)))
+        << text;
+    EXPECT_EQ(cuda::detail::alloc::live_allocations(0), 0u);
+  };
+  fails_with("{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\n", "seq.jsonl:1: an op where the header belongs");
+  fails_with("{\"conf\": \"\", \"memory_limit\": -1}\n", "seq.jsonl:1: \"memory_limit\" is -1");
+  fails_with("{\"conf\": \"\", \"memory_limit\": 0}\n", "\"memory_limit\" is 0");
+  fails_with("{\"conf\": \"\"}\n{\"op\": \"alloc\", \"id\": -1, \"size\": 100}\n", "seq.jsonl:2: \"id\" is negative: -1");
+  fails_with("{\"conf\": \"\"}\n{\"op\": \"free\", \"id\": -7}\n", "seq.jsonl:2: \"id\" is negative: -7");
+}
+
 TEST(ReplayFileTest, AStreamCountOutsideOneTo65IsAnErrorBeforeAnyOp) {
   for (const char* count : {"0", "66", "-3"}) {
     std::istringstream in(std::string("{\"conf\": \"\", \"streams\": ") + count +

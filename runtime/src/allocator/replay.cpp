@@ -192,13 +192,25 @@ FlatObject read_header(LineReader& lines) {
 
 namespace {
 
+// An op's "id": a recording's ids are never negative (one would wrap to 2^64 - 1).
+std::uint64_t op_id(const FlatObject& op) {
+  const std::int64_t id = op.number("id");
+  if (id < 0) op.fail("\"id\" is negative: " + std::to_string(id));
+  return static_cast<std::uint64_t>(id);
+}
+
 // The ops after the header, through the caching allocator of `device` (replay_session.h).
 std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObject& header, int device,
                                                const ReplayEnd& at_end = {}) {
   const std::string& name = lines.name();
+  if (header.has("op")) header.fail("an op where the header belongs (a first line such as {\"conf\": \"\"})");
   const AllocatorConfig config = AllocatorConfig::parse(header.has("conf") ? header.text("conf") : "", name + " conf");
   std::optional<std::size_t> limit;
-  if (header.has("memory_limit")) limit = static_cast<std::size_t>(header.number("memory_limit"));
+  if (header.has("memory_limit")) {
+    const std::int64_t bytes = header.number("memory_limit");
+    if (bytes <= 0) header.fail("\"memory_limit\" is " + std::to_string(bytes) + "; expected bytes above 0");
+    limit = static_cast<std::size_t>(bytes);
+  }
   std::size_t streams = 1;
   if (header.has("streams")) {
     const std::int64_t n = header.number("streams");
@@ -217,13 +229,13 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
       if (s < 0 || s > 64) op.fail("stream index out of range");
       const std::int64_t size = op.number("size");
       if (size < 0) op.fail("\"size\" is negative: " + std::to_string(size));
-      const auto id = static_cast<std::uint64_t>(op.number("id"));
+      const std::uint64_t id = op_id(op);
       // The first block would be lost to the sequence, never freed: not a recording.
       if (session.holds(id)) op.fail("id " + std::to_string(id) + " is allocated already (no free of it since)");
       // Recorded sequences include allocations that fail under a memory limit.
       session.alloc(id, static_cast<std::size_t>(size), static_cast<std::size_t>(s));
     } else if (kind == "free") {
-      session.free(static_cast<std::uint64_t>(op.number("id")));
+      session.free(op_id(op));
     } else if (kind == "empty_cache") {
       session.empty_cache();
     } else if (kind == "reset_peak") {
