@@ -21,11 +21,9 @@
 #include <cudascope/util/env_value.h>
 #include <cudascope/util/library_path.h>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -91,7 +89,7 @@ LiveMetricsOptions live_metrics;
 void add_live_metrics_options(CLI::App* sub, LiveMetricsOptions& m) {
   sub->add_option("--metrics", m.bind,
                   "Serve the program's live metrics for Prometheus at http://ADDRESS:PORT/metrics while it runs "
-                  "(e.g. 127.0.0.1:9401; port 0: a free port picked before the program starts; 0.0.0.0:PORT exposes them)")
+                  "(e.g. 127.0.0.1:9401; port 0: each process picks a free one and prints its URL; 0.0.0.0:PORT exposes them)")
       ->check(cudascope::cli::ListenAddress());
   sub->add_option("--metrics-top", m.top, "Kernel and NVTX range names with series of their own; the rest are 'other'")
       ->check(CLI::Range(0, 1000))
@@ -140,30 +138,22 @@ std::string window_directory(const LiveMetricsOptions& m, const std::string& out
   return directory.string();
 }
 
-// Binds a socket to `host`:`port` as the program's server will and returns the port it got
-// (the system's pick for port 0), or -1 with `why` set. The socket is closed again at once.
-int probe_listen(const std::string& host, const std::string& port, std::string& why) {
+// Whether a socket binds to `host`:`port` as the program's server will; `why` when not. The
+// socket is closed again at once.
+bool can_listen(const std::string& host, const std::string& port, std::string& why) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
     why = gai_strerror(rc);
-    return -1;
+    return false;
   }
   const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  int bound = -1;
-  sockaddr_storage address{};
-  socklen_t length = sizeof address;
-  if (fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    bound = ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(address).sin6_port
-                                                : reinterpret_cast<const sockaddr_in&>(address).sin_port);
-  } else {
-    why = std::string("cannot listen there: ") + std::strerror(errno);
-  }
+  const bool bound = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0;
+  if (!bound) why = std::string("cannot listen there: ") + std::strerror(errno);
   if (fd >= 0) close(fd);
   freeaddrinfo(found);
   return bound;
@@ -172,11 +162,9 @@ int probe_listen(const std::string& host, const std::string& port, std::string& 
 // Before any work, as usage errors (exit 2): --no-trace without --metrics would record into
 // nothing, and the address must be one this machine can listen on now (the program serves
 // it; a failure there would only be logged while the run goes on without metrics).
-// Returns the address to hand the program: --metrics as given, or for port 0 with the port
-// the system picks now. The program could not publish a port it picked itself:
-// `cudascope trace --pid` reads CUDASCOPE_METRICS from its environment, fixed at exec. As
-// with any port given, another process may take it before the program listens; the program
-// then says so, as it does for a busy port.
+// Returns the address to hand the program, as given: with port 0 each of its processes binds a
+// port of its own, says which on stderr, and `cudascope trace --pid` finds it among the ports
+// the process listens on.
 std::string checked_metrics_address(const LiveMetricsOptions& m) {
   if (m.no_trace && m.bind.empty()) throw CLI::ValidationError("--no-trace needs --metrics ADDRESS:PORT (else nothing is recorded)");
   if (!m.window_dir.empty() && !m.no_trace) throw CLI::ValidationError("--window-dir needs --no-trace (windows are for metrics-only runs)");
@@ -189,9 +177,8 @@ std::string checked_metrics_address(const LiveMetricsOptions& m) {
   std::string host = m.bind.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   std::string why;
-  const int port = probe_listen(host, m.bind.substr(colon + 1), why);
-  if (port < 0) throw bad(why);
-  return m.bind.substr(0, colon + 1) + std::to_string(port);
+  if (!can_listen(host, m.bind.substr(colon + 1), why)) throw bad(why);
+  return m.bind;
 }
 
 // In the child, before exec. `windows`: the token and directory of trace windows (--no-trace).

@@ -22,9 +22,12 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -81,33 +84,6 @@ struct Endpoint {
 };
 
 // The loopback port of the program's metrics server, from CUDASCOPE_METRICS, and its token.
-Endpoint trace_endpoint(int pid) {
-  const auto env = environment_of(program_pid(pid));
-  const std::string who = "--pid " + std::to_string(pid);
-  const auto bind = env.find("CUDASCOPE_METRICS");
-  if (bind == env.end()) {
-    throw std::runtime_error(who + ": the process serves no live metrics (start it with "
-                             "`cudascope run --metrics 127.0.0.1:PORT --no-trace -- ...`)");
-  }
-  if (env.count("CUDASCOPE_NO_TRACE") == 0) {
-    throw std::runtime_error(who + ": the process already records a full trace (run it with --no-trace for windows)");
-  }
-  const auto token = env.find("CUDASCOPE_TRACE_TOKEN");
-  if (token == env.end() || token->second.empty()) {
-    throw std::runtime_error(who + ": the process has no trace-window token (start it with `cudascope run --metrics "
-                             "127.0.0.1:PORT --no-trace -- ...` of this version)");
-  }
-  const std::size_t colon = bind->second.rfind(':');
-  const std::string host = bind->second.substr(0, colon);
-  const int port = colon == std::string::npos ? 0 : std::atoi(bind->second.c_str() + colon + 1);
-  const bool loopback = host == "0.0.0.0" || host == "localhost" || host.rfind("127.", 0) == 0;
-  if (port <= 0 || !loopback) {
-    throw std::runtime_error(who + ": its metrics address " + bind->second +
-                             " is not reachable over IPv4 loopback (trace windows answer loopback clients only)");
-  }
-  return {port, token->second};
-}
-
 // GET `path` from 127.0.0.1:port: {status, body}; status 0 when the program did not answer.
 std::pair<int, std::string> http_get(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -132,6 +108,71 @@ std::pair<int, std::string> http_get(int port, const std::string& path) {
   if (response.rfind("HTTP/1.", 0) != 0 || body == std::string::npos) return {0, "no HTTP answer"};
   return {std::atoi(response.c_str() + 9), response.substr(body + 4)};
 }
+
+// The IPv4 TCP ports `pid` listens on: its sockets (/proc/PID/fd) among the listening ones of
+// its network namespace (/proc/PID/net/tcp, state 0A). For --metrics ADDRESS:0, where each
+// process of the program binds a port of its own that its environment does not name.
+std::vector<int> listening_ports(int pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  std::error_code error;
+  for (const auto& fd : std::filesystem::directory_iterator(proc + "/fd", error)) {
+    const std::string target = std::filesystem::read_symlink(fd.path(), error).string();
+    if (target.starts_with("socket:[") && target.ends_with("]")) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<int> ports;
+  std::ifstream tcp(proc + "/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the column names
+  while (std::getline(tcp, line)) {
+    // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    const std::size_t colon = local.find(':');
+    if (state != "0A" || colon == std::string::npos || !inodes.contains(inode)) continue;
+    ports.push_back(static_cast<int>(std::strtol(local.c_str() + colon + 1, nullptr, 16)));
+  }
+  return ports;
+}
+
+// Of the ports `pid` listens on, the one whose server answers its trace-window token.
+int trace_window_port(int pid, const std::string& token, const std::string& who) {
+  for (const int port : listening_ports(pid)) {
+    if (http_get(port, "/trace?token=" + token).first == 200) return port;
+  }
+  throw std::runtime_error(who + ": it serves its metrics on a port the system picked (--metrics ADDRESS:0), and "
+                           "none of the ports it listens on answers trace windows (yet: try again once it has started)");
+}
+
+Endpoint trace_endpoint(int pid) {
+  pid = program_pid(pid);
+  const auto env = environment_of(pid);
+  const std::string who = "--pid " + std::to_string(pid);
+  const auto bind = env.find("CUDASCOPE_METRICS");
+  if (bind == env.end()) {
+    throw std::runtime_error(who + ": the process serves no live metrics (start it with "
+                             "`cudascope run --metrics 127.0.0.1:PORT --no-trace -- ...`)");
+  }
+  if (env.count("CUDASCOPE_NO_TRACE") == 0) {
+    throw std::runtime_error(who + ": the process already records a full trace (run it with --no-trace for windows)");
+  }
+  const auto token = env.find("CUDASCOPE_TRACE_TOKEN");
+  if (token == env.end() || token->second.empty()) {
+    throw std::runtime_error(who + ": the process has no trace-window token (start it with `cudascope run --metrics "
+                             "127.0.0.1:PORT --no-trace -- ...` of this version)");
+  }
+  const std::size_t colon = bind->second.rfind(':');
+  const std::string host = bind->second.substr(0, colon);
+  const int port = colon == std::string::npos ? -1 : std::atoi(bind->second.c_str() + colon + 1);
+  const bool loopback = host == "0.0.0.0" || host == "localhost" || host.rfind("127.", 0) == 0;
+  if (port < 0 || !loopback) {
+    throw std::runtime_error(who + ": its metrics address " + bind->second +
+                             " is not reachable over IPv4 loopback (trace windows answer loopback clients only)");
+  }
+  return {port == 0 ? trace_window_port(pid, token->second, who) : port, token->second};
+}
+
 
 // The line of the /trace status that starts with `key` ("last", "failed"), without the key.
 std::string status_field(const std::string& status, const std::string& key) {

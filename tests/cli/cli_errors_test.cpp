@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -252,8 +253,8 @@ std::vector<std::string> urls_not_naming_their_port(const std::string& output) {
   return wrong;
 }
 
-// With port 0 the system picks the port; the URL the program prints and the address
-// `cudascope trace --pid` reads from its environment must both name the port it listens on.
+// With port 0 each process binds a port of its own: the URL it prints names that port, and
+// `cudascope trace --pid` finds it among the ports the process listens on.
 TEST(CliErrorsTest, RunOnPortZeroTellsAndPublishesThePortItListensOn) {
   const std::string dir = temp_path("port0");
   std::filesystem::remove_all(dir);
@@ -271,6 +272,23 @@ TEST(CliErrorsTest, RunOnPortZeroTellsAndPublishesThePortItListensOn) {
   EXPECT_THAT(result.output, ::testing::ContainsRegex("serving live metrics at http://127\\.0\\.0\\.1:[1-9]"));
   EXPECT_THAT(urls_not_naming_their_port(result.output), ::testing::IsEmpty()) << result.output;
   std::filesystem::remove_all(dir);
+}
+
+// Two processes of one program on port 0: each serves on a port of its own.
+TEST(CliErrorsTest, RunOnPortZeroServesEveryProcessOfTheProgram) {
+  const std::string cli = CUDASCOPE_CLI_PATH;
+  const std::string demo = cli + " demo --iterations 2 --kernel-ms 1";
+  const Result result = run_cli("CUDASCOPE_BACKEND=sim", "run --metrics 127.0.0.1:0 --no-trace -- sh -c '" + demo +
+                                                             " & " + demo + "; wait'");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, Not(HasSubstr("in use"))) << result.output;
+  static const std::regex served("serving live metrics at http://127\\.0\\.0\\.1:([0-9]+)/metrics");
+  std::set<std::string> ports;
+  for (std::sregex_iterator it(result.output.begin(), result.output.end(), served), end; it != end; ++it) {
+    ports.insert((*it)[1]);
+  }
+  EXPECT_EQ(ports.size(), 2U) << result.output;
+  EXPECT_EQ(ports.count("0"), 0U) << result.output;
 }
 
 TEST(CliErrorsTest, ServeOnPortZeroPrintsTheUrlOfThePortItListensOn) {
