@@ -1,7 +1,7 @@
 // `cudascope diff A B [--fail-if EXPR]... [--json] [--top N]`: what changed between two
 // allocator snapshots or two traces, with gates for CI. Exit codes: 0 no gate failed, 1 a
 // gate failed, 2 a usage or input error (a bad expression, a file that cannot be read, files
-// of two kinds, a metric that does not apply to them, and when gates are asked for, a file
+// of two kinds, a metric that does not apply to them, and when gates are asked for, a trace
 // that does not hold a whole recording of what they measure).
 #include "checks.h"
 #include "command.h"
@@ -178,12 +178,6 @@ void refuse_gates_on_nothing_measured(const DiffOptions& o, const std::vector<Di
   }
 }
 
-void refuse_gates_on_empty_snapshots(const DiffOptions& o, const Snapshot& a, const Snapshot& b) {
-  for (const auto& [snapshot, label] : {std::pair{&a, side_label("A", o.a)}, std::pair{&b, side_label("B", o.b)}})
-    if (snapshot->segments.empty() && snapshot->trace.empty())
-      throw DiffInputError{"cannot gate on " + label + ": the snapshot holds no segments and no allocator history"};
-}
-
 template <typename Diff>
 int report(const DiffOptions& o, const std::vector<DiffGate>& gates, const Diff& diff, nlohmann::json json,
            const std::string& text) {
@@ -234,7 +228,6 @@ int run_diff(const DiffOptions& o) {
 
   const cudascope::cli::DiffFiles files{o.a, o.b};
   if (kind_a == FileKind::snapshot) {
-    if (!gates.empty()) refuse_gates_on_empty_snapshots(o, *side_a.snapshot, *side_b.snapshot);
     const SnapshotDiff diff = diff_snapshots(*side_a.snapshot, *side_b.snapshot);
     return report(o, gates, diff, cudascope::cli::snapshot_diff_json(files, diff, o.top),
                   o.json ? std::string() : cudascope::cli::snapshot_diff_text(files, diff, o.top));
@@ -273,9 +266,10 @@ Gates (--fail-if, repeatable; parsed before any file is read):
        'kernel_time>+3%'  'kernel_time[ampere_sgemm_128x64_tn]>+3%'
        'nvtx_time[forward]>+10%'  'copy_bytes>+0'
   A NAME must be in one of the files, matched exactly as the tables print it.
-  Gates need whole files: a trace cut short or whose recording did not finish, a trace
-  with none of what a gate measures (no kernels for kernel_time, ...), or an empty
-  snapshot is an input error (exit 2) when gates are given; without gates it is shown.
+  Gates need whole traces: one cut short or whose recording did not finish, or one with
+  none of what a gate measures (no kernels for kernel_time, ...) is an input error (exit 2)
+  when gates are given; without gates it is shown. (A snapshot holding nothing is a real
+  measurement: gated as any other.)
 
 Exit codes: 0 no gate failed, 1 a gate failed (each printed with its values, also on
 stderr), 2 a usage or input error (bad expression, unreadable file, files of two kinds,

@@ -545,10 +545,10 @@ std::string why_no_trace(double delay, double program_seconds) {
   return text;
 }
 
-// A trace its process reported but nothing could be written to: its writer failed at the
-// start (ChromeTraceWriter::begin writes the header at once), and the injection library's
-// lazy sink tells that only on stderr, without a "failed" line. Marked failed here, so the run
-// does not pass for a recorded one.
+// A trace its process reported that holds nothing: the process died between opening it and
+// writing its header (ChromeTraceWriter::begin writes it at once). A trace that could not be
+// written reports itself with a "failed" line; this is the backstop for what cannot report.
+// Marked failed here, so the run does not pass for a recorded one.
 void mark_unwritten_traces(std::vector<TraceFile>& files) {
   for (TraceFile& file : files) {
     struct stat status {};

@@ -69,9 +69,10 @@ void communicator_json(std::string& out, const CommunicatorCollectives& c) {
 class Reader {
  public:
   explicit Reader(std::string& error) : error_(error) {}
-  // A summary's integers lie in [min, max]: a count or a time in ns is never negative, and
-  // 2^62 ns (146 years) bounds any time or sum of times, so the merge's sums cannot overflow;
-  // a rank is -1 (none) or below 2^24. An edited or corrupted file is refused, naming the key.
+  // A summary's integers lie in [min, max]: a count or a duration in ns is never negative, a
+  // time on the trace's clock may be (a Chrome trace's ts may), and 2^62 ns (146 years) in
+  // size bounds either, so the merge's sums and differences cannot overflow; a rank is -1
+  // (none) or below 2^24. An edited or corrupted file is refused, naming the key.
   static constexpr std::int64_t kMaxNs = std::int64_t{1} << 62;
   static constexpr std::int64_t kMaxRank = std::int64_t{1} << 24;
   void integer(simdjson::dom::object o, const char* key, std::int64_t& out, const std::string& where,
@@ -100,8 +101,8 @@ class Reader {
     simdjson::dom::object o;
     if (e.get_object().get(o)) return fail(where + "is not an object");
     text(o, "name", t.name, where);
-    integer(o, "start_ns", t.start_ns, where);
-    integer(o, "end_ns", t.end_ns, where);
+    integer(o, "start_ns", t.start_ns, where, -kMaxNs);
+    integer(o, "end_ns", t.end_ns, where, -kMaxNs);
     integer(o, "compute_ns", t.compute_ns, where);
     integer(o, "communication_ns", t.communication_ns, where);
     integer(o, "exposed_communication_ns", t.exposed_communication_ns, where);
@@ -134,8 +135,8 @@ class Reader {
     bool nccl_communicator = false;
     if (!o["nccl_communicator"].get_bool().get(nccl_communicator)) c.nccl_communicator = nccl_communicator;
     numbers(o, "seq", c.seq, where, INT64_MIN, INT64_MAX);  // a trace's own numbers, -1 for none
-    numbers(o, "start_ns", c.start_ns, where);
-    numbers(o, "end_ns", c.end_ns, where);
+    numbers(o, "start_ns", c.start_ns, where, -kMaxNs);
+    numbers(o, "end_ns", c.end_ns, where, -kMaxNs);
     if (c.seq.size() != c.start_ns.size() || c.end_ns.size() != c.start_ns.size())
       fail(where + "\"seq\", \"start_ns\" and \"end_ns\" differ in length");
   }

@@ -295,6 +295,7 @@ void CuptiSource::start() {
         reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(&requested_trampoline),
         reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(&completed_trampoline)));
     const bool sampled = options_.kernel_sampling != nullptr;
+    enabling_ = true;  // from here a failure has kinds of this session's to undo
     for (CUpti_ActivityKind kind : session_kinds(options_.activities, sampled)) {
       const CUptiResult status = cuptiActivityEnable(kind);
       if (status != CUPTI_SUCCESS && !optional_kind(kind)) CUDASCOPE_CUPTI_CALL(cuptiActivityEnable(kind));
@@ -312,8 +313,11 @@ void CuptiSource::start() {
     cuptiActivityFlushPeriod(period);
   } catch (...) {
     // Nothing left behind: kinds enabled before the failure would cost the program their
-    // records' time, every record then dropped (no live source to take it).
-    disable_session_records();
+    // records' time, every record then dropped (no live source to take it). Only once this
+    // start enabled some: a failure before (another client holds CUPTI) must not switch off
+    // that client's kinds.
+    if (enabling_) disable_session_records();
+    enabling_ = false;
     say_buffers_are_zeroed(false);
     release_live_source();
     throw;
@@ -425,8 +429,11 @@ void CuptiSource::stop() {
   // that is about to be destroyed.
   const CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   disable_session_records();
+  enabling_ = false;
   release_live_source();
-  CUDASCOPE_CUPTI_CALL(flushed);
+  if (flushed != CUPTI_SUCCESS) {
+    throw_cupti_error(flushed, "cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)", __FILE__, __LINE__);
+  }
 }
 
 // What start() enabled for the session, off again, and CUPTI's periodic flush with it.

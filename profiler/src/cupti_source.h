@@ -88,6 +88,8 @@ class CuptiSource : public DeviceSource {
   std::vector<std::uint8_t*> free_buffers_;
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<bool> started_{false};  // read by deliver_completed on the writer thread
+  // Whether start() got as far as enabling this session's kinds: what a failed start undoes.
+  bool enabling_ = false;
   // Whether start() enabled the whole RUNTIME kind because this CUPTI cannot pick calls;
   // only then does stop() disable it (see picked_runtime_callbacks).
   bool runtime_fallback_ = false;

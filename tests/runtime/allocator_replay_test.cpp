@@ -137,7 +137,8 @@ TEST(ReplayFileTest, AnIdAllocatedTwiceWithoutAFreeIsAnError) {
 }
 
 // What no recording holds is an error naming the line: an op where the header belongs, a
-// memory limit of no bytes (-1 would read as none), a negative id (it would wrap to 2^64 - 1).
+// negative memory limit (-1 would read as none), a negative id (it would wrap to 2^64 - 1).
+// A limit of 0 is a recording's (a memory fraction of 0): every allocation fails.
 TEST(ReplayFileTest, AMissingHeaderANonPositiveLimitAndANegativeIdAreErrors) {
   const auto fails_with = [](const std::string& text, const std::string& message) {
     std::istringstream in(text);
@@ -148,7 +149,11 @@ TEST(ReplayFileTest, AMissingHeaderANonPositiveLimitAndANegativeIdAreErrors) {
   };
   fails_with("{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\n", "seq.jsonl:1: an op where the header belongs");
   fails_with("{\"conf\": \"\", \"memory_limit\": -1}\n", "seq.jsonl:1: \"memory_limit\" is -1");
-  fails_with("{\"conf\": \"\", \"memory_limit\": 0}\n", "\"memory_limit\" is 0");
+  std::istringstream nothing("{\"conf\": \"\", \"memory_limit\": 0}\n{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\n"
+                             "{\"op\": \"alloc\", \"id\": 1, \"size\": 100}\n");
+  const auto none = cuda::memory::replay(nothing, "seq.jsonl");
+  EXPECT_EQ(none.at("num_ooms"), 2) << "the failed alloc left id 1 free for the next";
+  EXPECT_EQ(none.at("allocation.all.allocated"), 0);
   fails_with("{\"conf\": \"\"}\n{\"op\": \"alloc\", \"id\": -1, \"size\": 100}\n", "seq.jsonl:2: \"id\" is negative: -1");
   fails_with("{\"conf\": \"\"}\n{\"op\": \"free\", \"id\": -7}\n", "seq.jsonl:2: \"id\" is negative: -7");
 }

@@ -581,7 +581,11 @@ QString TraceTimelineView::describe(QPoint point) const {
         .arg(item.count)
         .arg(formatDuration(item.start_ns - doc_->index().begin_ns()), formatDuration(item.end_ns - doc_->index().begin_ns()));
   const auto& e = m.event(item.event);
-  const QString full = capped(view(m.name(e)), kMaxTooltipNameChars), brief = shortName(e.name);
+  // Cut before the conversion too: UTF-8 is at most 4 bytes a character, and a character cut
+  // in two becomes a replacement mark past what is shown.
+  const std::string_view name = m.name(e);
+  const QString full = capped(view(name.substr(0, 4 * kMaxTooltipNameChars)), kMaxTooltipNameChars);
+  const QString brief = shortName(e.name);
   QString text = brief == full ? full : brief + "\n" + full;
   text += "\n" + view(m.cat(e));
   if (e.dur_ns >= 0) text += "  " + formatDuration(e.dur_ns);

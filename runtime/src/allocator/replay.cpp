@@ -208,7 +208,8 @@ std::map<std::string, std::int64_t> replay_ops(LineReader& lines, const FlatObje
   std::optional<std::size_t> limit;
   if (header.has("memory_limit")) {
     const std::int64_t bytes = header.number("memory_limit");
-    if (bytes <= 0) header.fail("\"memory_limit\" is " + std::to_string(bytes) + "; expected bytes above 0");
+    // 0 is a recording's: set_per_process_memory_fraction(0) makes every allocation fail.
+    if (bytes < 0) header.fail("\"memory_limit\" is " + std::to_string(bytes) + "; expected bytes, 0 or more");
     limit = static_cast<std::size_t>(bytes);
   }
   std::size_t streams = 1;

@@ -27,7 +27,7 @@ struct TraceInfo {
 struct TraceSummary {
   std::uint64_t records = 0;
   std::uint64_t dropped_buffer = 0;  // records lost because the record buffers were full
-  std::uint64_t dropped_cupti = 0;   // records CUPTI reported lost
+  std::uint64_t dropped_cupti = 0;   // records CUPTI reported lost, and those it could not time (incomplete)
   std::uint64_t end_ns = 0;
 };
 
