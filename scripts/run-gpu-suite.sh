@@ -44,7 +44,8 @@
 #             the journey-2 job's estimate against its traced count, then the job again and again
 #             with records switched 200 times a second (SAMPLING_STRESS_RUNS runs, default 12,
 #             SAMPLING_STRESS_PARALLEL at once, default 4, about a minute in all;
-#             SAMPLING_STRESS_CONTROL more recording every kernel, default 0)
+#             SAMPLING_STRESS_CONTROL more recording every kernel, default 0; the jobs inherit
+#             CUPTI's settings to try, CUDASCOPE_CUPTI_PER_THREAD_BUFFERS and _PERIODIC_FLUSH)
 #   report    the summary line and OUT/gpu-verification.md
 # The jobs of journey2 and sampling run with bench/journeys/crash_stack.c preloaded: one
 # that dies of a signal leaves its native stack, named, at the end of its log.

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -200,13 +201,28 @@ bool records_nccl_launches(const ActivitySet& activities) {
          !activities.contains(Activity::kDriver);
 }
 
-bool discard_requested() {
+// A flag of ours for CUPTI (util::env_cupti_*), nullopt when unset; a bad value is said on
+// stderr and `otherwise` done.
+std::optional<bool> cupti_flag(std::optional<bool> (*read)(), const char* otherwise) {
   try {
-    return util::env_cupti_discard().value_or(false);
+    return read();
   } catch (const util::EnvError& e) {
-    std::fprintf(stderr, "cudascope: %s; CUPTI's records are kept\n", e.what());
-    return false;
+    std::fprintf(stderr, "cudascope: %s; %s\n", e.what(), otherwise);
+    return std::nullopt;
   }
+}
+
+bool discard_requested() { return cupti_flag(&util::env_cupti_discard, "CUPTI's records are kept").value_or(false); }
+
+// CUDASCOPE_CUPTI_PER_THREAD_BUFFERS: CUPTI's choice between one activity buffer per
+// launching thread (its default since CUDA 12.3) and buffers shared by all threads. Set
+// before the buffer callbacks are registered, as cupti_activity.h requires.
+void choose_per_thread_buffers() {
+  const std::optional<bool> per_thread = cupti_flag(&util::env_cupti_per_thread_buffers, "CUPTI's default kept");
+  if (!per_thread) return;
+  std::uint8_t value = *per_thread ? 1 : 0;
+  std::size_t size = sizeof value;
+  CUDASCOPE_CUPTI_CALL(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &value));
 }
 
 }  // namespace
@@ -291,6 +307,7 @@ void CuptiSource::start() {
     // API records then name threads by their OS id, as NVTX and the runtime do.
     CUDASCOPE_CUPTI_CALL(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
     say_buffers_are_zeroed(true);  // before the first request: every buffer, pooled or new, is zeros
+    choose_per_thread_buffers();
     CUDASCOPE_CUPTI_CALL(cuptiActivityRegisterCallbacks(
         reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(&requested_trampoline),
         reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(&completed_trampoline)));
@@ -309,8 +326,12 @@ void CuptiSource::start() {
       }
     }
     // CUPTI's worker completes buffers at least this often, so the trace on disk keeps up.
+    // CUDASCOPE_CUPTI_PERIODIC_FLUSH=0 leaves it to CUPTI's heuristics; the writer's flush
+    // (deliver_completed, every flush interval) still delivers what is complete.
     const auto period = static_cast<std::uint32_t>(options_.flush_interval.count() > 0 ? options_.flush_interval.count() : 200);
-    cuptiActivityFlushPeriod(period);
+    if (cupti_flag(&util::env_cupti_periodic_flush, "CUPTI's periodic flush kept").value_or(true)) {
+      cuptiActivityFlushPeriod(period);
+    }
   } catch (...) {
     // Nothing left behind: kinds enabled before the failure would cost the program their
     // records' time, every record then dropped (no live source to take it). Only once this

@@ -108,3 +108,17 @@ TEST(EnvValueTest, CheckEnvironmentNamesTheFirstBadVariable) {
   unsetenv("CUDASCOPE_METRICS_TOP");
   EXPECT_EQ(refusal([] { check_environment(); }), "(accepted)");
 }
+
+// CUPTI's settings: flags, checked with the rest before a program starts.
+TEST(EnvValueTest, CuptiSettingsAreFlagsCheckedWithTheRest) {
+  EXPECT_EQ(env_cupti_per_thread_buffers(), std::nullopt);
+  setenv("CUDASCOPE_CUPTI_PER_THREAD_BUFFERS", "0", 1);
+  setenv("CUDASCOPE_CUPTI_PERIODIC_FLUSH", "1", 1);
+  EXPECT_EQ(env_cupti_per_thread_buffers(), false);
+  EXPECT_EQ(env_cupti_periodic_flush(), true);
+  EXPECT_EQ(refusal([] { check_environment(); }), "(accepted)");
+  setenv("CUDASCOPE_CUPTI_PERIODIC_FLUSH", "sometimes", 1);
+  EXPECT_THAT(refusal([] { check_environment(); }), HasSubstr("CUDASCOPE_CUPTI_PERIODIC_FLUSH='sometimes'"));
+  unsetenv("CUDASCOPE_CUPTI_PERIODIC_FLUSH");
+  unsetenv("CUDASCOPE_CUPTI_PER_THREAD_BUFFERS");
+}

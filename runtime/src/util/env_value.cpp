@@ -154,6 +154,8 @@ std::optional<std::uint64_t> env_metrics_top() { return env_count("CUDASCOPE_MET
 std::optional<bool> env_metrics_label_nvtx() { return env_flag("CUDASCOPE_METRICS_LABEL_NVTX"); }
 std::optional<bool> env_cuda_sanitizer() { return env_flag("CUDASCOPE_CUDA_SANITIZER"); }
 std::optional<bool> env_cupti_discard() { return env_flag("CUDASCOPE_CUPTI_DISCARD"); }
+std::optional<bool> env_cupti_per_thread_buffers() { return env_flag("CUDASCOPE_CUPTI_PER_THREAD_BUFFERS"); }
+std::optional<bool> env_cupti_periodic_flush() { return env_flag("CUDASCOPE_CUPTI_PERIODIC_FLUSH"); }
 std::optional<std::string> env_clock() { return env_choice("CUDASCOPE_CLOCK", "a clock", {"tsc", "monotonic"}); }
 std::optional<std::int64_t> env_test_clock_offset_ns() {
   return env_integer("CUDASCOPE_TEST_CLOCK_OFFSET_NS", -1'000'000'000'000, 1'000'000'000'000);
@@ -176,6 +178,8 @@ void check_environment() {
   env_metrics_label_nvtx();
   env_cuda_sanitizer();
   env_cupti_discard();
+  env_cupti_per_thread_buffers();
+  env_cupti_periodic_flush();
   env_clock();
   env_test_clock_offset_ns();
   env_test_hostname();

@@ -59,6 +59,9 @@ std::optional<std::uint64_t> env_metrics_top();     // CUDASCOPE_METRICS_TOP: 0 
 std::optional<bool> env_metrics_label_nvtx();       // CUDASCOPE_METRICS_LABEL_NVTX: a flag
 std::optional<bool> env_cuda_sanitizer();           // CUDASCOPE_CUDA_SANITIZER: a flag
 std::optional<bool> env_cupti_discard();            // CUDASCOPE_CUPTI_DISCARD: a flag
+// CUPTI's own settings, to try against a CUPTI problem (docs/metrics.md): unset, CUPTI's default.
+std::optional<bool> env_cupti_per_thread_buffers();  // CUDASCOPE_CUPTI_PER_THREAD_BUFFERS: a flag
+std::optional<bool> env_cupti_periodic_flush();      // CUDASCOPE_CUPTI_PERIODIC_FLUSH: a flag
 std::optional<std::string> env_clock();             // CUDASCOPE_CLOCK: tsc, monotonic
 // Test settings (docs/ranks.md), read by the trace writer: every timestamp of this process's
 // trace shifted by this many ns, -10^12 to 10^12 (a clock offset on purpose) ...
