@@ -162,13 +162,12 @@ bool can_listen(const std::string& host, const std::string& port, std::string& w
 // Before any work, as usage errors (exit 2): --no-trace without --metrics would record into
 // nothing, and the address must be one this machine can listen on now (the program serves
 // it; a failure there would only be logged while the run goes on without metrics).
-// Returns the address to hand the program, as given: with port 0 each of its processes binds a
-// port of its own, says which on stderr, and `cudascope trace --pid` finds it among the ports
-// the process listens on.
-std::string checked_metrics_address(const LiveMetricsOptions& m) {
+// With port 0 each process of the program binds a port of its own, says which on stderr, and
+// `cudascope trace --pid` finds it among the ports the process listens on.
+void check_live_metrics_options(const LiveMetricsOptions& m) {
   if (m.no_trace && m.bind.empty()) throw CLI::ValidationError("--no-trace needs --metrics ADDRESS:PORT (else nothing is recorded)");
   if (!m.window_dir.empty() && !m.no_trace) throw CLI::ValidationError("--window-dir needs --no-trace (windows are for metrics-only runs)");
-  if (m.bind.empty()) return {};
+  if (m.bind.empty()) return;
   const std::size_t colon = m.bind.rfind(':');
   const auto bad = [&](const std::string& why) {
     return CLI::ValidationError("--metrics '" + m.bind + "': " + why + " (expected ADDRESS:PORT, e.g. 127.0.0.1:9401)");
@@ -178,7 +177,6 @@ std::string checked_metrics_address(const LiveMetricsOptions& m) {
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   std::string why;
   if (!can_listen(host, m.bind.substr(colon + 1), why)) throw bad(why);
-  return m.bind;
 }
 
 // In the child, before exec. `windows`: the token and directory of trace windows (--no-trace).
@@ -624,12 +622,11 @@ std::string activities_problem(std::string& list) {
 
 int run_traced(const RunOptions& options) {
   check_before_starting(options);
-  LiveMetricsOptions metrics = live_metrics;
-  metrics.bind = checked_metrics_address(live_metrics);
+  check_live_metrics_options(live_metrics);
   const std::string library = find_injection_library();
   const std::string output = std::filesystem::absolute(options.output).string();
   std::pair<std::string, std::string> windows;  // token, directory
-  if (metrics.no_trace) windows = {random_token(), window_directory(metrics, output)};
+  if (live_metrics.no_trace) windows = {random_token(), window_directory(live_metrics, output)};
   const std::string run_id = std::to_string(getpid()) + "-" + random_token();
   timespec started{};
   clock_gettime(CLOCK_REALTIME_COARSE, &started);
@@ -655,7 +652,7 @@ int run_traced(const RunOptions& options) {
     if (options.delay > 0) setenv("CUDASCOPE_DELAY", std::to_string(options.delay).c_str(), 1);
     if (options.duration > 0) setenv("CUDASCOPE_DURATION", std::to_string(options.duration).c_str(), 1);
     if (options.cupti_buffer > 0) setenv("CUDASCOPE_CUPTI_BUFFER", std::to_string(options.cupti_buffer).c_str(), 1);
-    export_live_metrics_environment(metrics, options.activities, windows);
+    export_live_metrics_environment(live_metrics, options.activities, windows);
     std::vector<char*> argv;
     for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
@@ -680,14 +677,14 @@ int run_traced(const RunOptions& options) {
   progress.close_ends();
 
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  report_signal(status, metrics.no_trace);
-  if (!metrics.no_trace) {
+  report_signal(status, live_metrics.no_trace);
+  if (!live_metrics.no_trace) {
     for (TraceFile& file : unreported_traces(output, started, run_id, files)) files.push_back(std::move(file));
     mark_unwritten_traces(files);
     name_the_only_trace(files, output);
   }
   const bool failed = std::any_of(files.begin(), files.end(), [](const TraceFile& f) { return !f.failure.empty(); });
-  if (!metrics.no_trace) {
+  if (!live_metrics.no_trace) {
     report_traces(files, output, status, why_no_trace(options.delay, program_seconds));
   } else {
     for (const TraceFile& file : files) {
