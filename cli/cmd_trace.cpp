@@ -146,8 +146,8 @@ int trace_window_port(int pid, const std::string& token, const std::string& who)
 }
 
 Endpoint trace_endpoint(int pid) {
-  pid = program_pid(pid);
-  const auto env = environment_of(pid);
+  const int program = program_pid(pid);  // the process that serves, below a launcher given instead
+  const auto env = environment_of(program);
   const std::string who = "--pid " + std::to_string(pid);
   const auto bind = env.find("CUDASCOPE_METRICS");
   if (bind == env.end()) {
@@ -170,9 +170,8 @@ Endpoint trace_endpoint(int pid) {
     throw std::runtime_error(who + ": its metrics address " + bind->second +
                              " is not reachable over IPv4 loopback (trace windows answer loopback clients only)");
   }
-  return {port == 0 ? trace_window_port(pid, token->second, who) : port, token->second};
+  return {port == 0 ? trace_window_port(program, token->second, who) : port, token->second};
 }
-
 
 // The line of the /trace status that starts with `key` ("last", "failed"), without the key.
 std::string status_field(const std::string& status, const std::string& key) {
