@@ -65,8 +65,9 @@ def check(args):
         for other in SETTINGS:
             cmd += ["--conf", other]
         r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-        # The first row is the snapshot's own settings; then each --conf in order.
-        predicted[conf] = {row["conf"]: row for row in r["settings"][1:]}
+        # The first row is the snapshot's own settings, then each other --conf in order: a conf
+        # equal to the snapshot's own is replayed once, so look every setting up by name.
+        predicted[conf] = {row["conf"]: row for row in r["settings"]}
     failed = False
     print(f"device {actual[''].get('device')}, torch {actual[''].get('torch')}, {args.steps} steps")
     print(f"{'snapshot recorded under':32} {'predicted for':32} {'predicted':>12} {'PyTorch':>12} {'equal':>6}")
