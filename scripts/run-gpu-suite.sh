@@ -44,11 +44,14 @@
 #             the journey-2 job's estimate against its traced count, then the job again and again
 #             with records switched 200 times a second (SAMPLING_STRESS_RUNS runs, default 12,
 #             SAMPLING_STRESS_PARALLEL at once, default 4, about a minute in all;
-#             SAMPLING_STRESS_CONTROL more recording every kernel, default 0; the jobs inherit
-#             CUPTI's settings to try, CUDASCOPE_CUPTI_PER_THREAD_BUFFERS and _PERIODIC_FLUSH)
+#             SAMPLING_STRESS_CONTROL more recording every kernel, default 0; a run still going
+#             after SAMPLING_STRESS_TIMEOUT seconds, default 120, is hung: every thread's stack
+#             is written to its log, then it is killed; the jobs inherit CUPTI's settings to
+#             try, CUDASCOPE_CUPTI_PER_THREAD_BUFFERS and _PERIODIC_FLUSH)
 #   report    the summary line and OUT/gpu-verification.md
 # The jobs of journey2 and sampling run with bench/journeys/crash_stack.c preloaded: one
-# that dies of a signal leaves its native stack, named, at the end of its log.
+# that dies of a signal leaves its native stack, named, at the end of its log (and a stress
+# run that hangs, every thread's).
 # Stages may run in separate calls (the build and OUT persist); the results accumulate in
 # OUT/results.txt until a `build` stage starts them afresh.
 # Environment: BUILD_DIR (default build-gpu), OUT (default gpu-results), CMAKE_ARGS, CUDASCOPE_COMMIT
@@ -176,7 +179,8 @@ stage_sampling() {
     python3 "$train" --steps 40 --warmup 2 --linger 1.5
   check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
     --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-12}" \
-    --parallel "${SAMPLING_STRESS_PARALLEL:-4}" --control "${SAMPLING_STRESS_CONTROL:-0}" -- \
+    --parallel "${SAMPLING_STRESS_PARALLEL:-4}" --control "${SAMPLING_STRESS_CONTROL:-0}" \
+    --run-timeout "${SAMPLING_STRESS_TIMEOUT:-120}" -- \
     python3 "$train" --steps 40 --warmup 2 --linger 1
 }
 

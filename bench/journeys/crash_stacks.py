@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
-"""Native stacks of a GPU check's job that dies of a signal (the GPU machines have no
+"""Native stacks of a GPU check's job that dies of a signal, or hangs (the GPU machines have no
 debugger): crash_stack.c, preloaded, writes the faulting thread's frames to stderr as
-`library(+offset)[address]`; this names each frame of a library that keeps its symbol table
-(cudascope's do) by the nearest symbol before the offset, with nm.
+`library(+offset)[address]`, and every thread's on SIGUSR2 (request_stacks); this names each
+frame of a library that keeps its symbol table (cudascope's do) by the nearest symbol before
+the offset, with nm.
 
 As a module: build_library(directory) -> the preload's path; job_environment(path) -> the
-variables to run a job with (the preload and Python's faulthandler); symbolize(text).
+variables to run a job with (the preload and Python's faulthandler); request_stacks(process)
+-> asks a hung job for every thread's stack; symbolize(text).
 As a command:
   crash_stacks.py --build DIR        builds the preload in DIR, prints its path
   crash_stacks.py LOG...             prints each log's crash stacks, frames named"""
 import bisect
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash_stack.c")
 FRAME = re.compile(r"^(?P<library>/[^()\s]+)\(\+(?P<offset>0x[0-9a-f]+)\)\[0x[0-9a-f]+\]$")
-STACK_START, STACK_END = "crash_stack: fatal signal", "crash_stack: end of stack"
+STACK_START = ("crash_stack: fatal signal", "crash_stack: thread ")
+STACK_END = "crash_stack: end of stack"
+# How long a job's threads have to write their stacks once asked: each has 2 s to answer.
+REQUEST_WAIT_S = 10
 
 
 def build_library(directory):
@@ -34,6 +41,17 @@ def job_environment(library):
     environment has, and Python's own stacks of every thread."""
     preload = " ".join(p for p in (library, os.environ.get("LD_PRELOAD", "")) if p)
     return {"LD_PRELOAD": preload, "PYTHONFAULTHANDLER": "1"}
+
+
+def request_stacks(process, wait_s=REQUEST_WAIT_S):
+    """Asks every process of PROCESS's group (started with start_new_session=True, so a job's
+    children answer too) for every thread's stack, then gives them WAIT_S seconds to write it;
+    the job runs on. Each process writes to its own stderr."""
+    try:
+        os.killpg(process.pid, signal.SIGUSR2)
+    except ProcessLookupError:
+        return
+    time.sleep(wait_s)
 
 
 class Symbols:

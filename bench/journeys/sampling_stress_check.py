@@ -8,7 +8,8 @@ through the job's first cuBLAS calls and its steps. No run may end other than no
 Sampling is opt-in because this check has failed: CUPTI's own worker thread died of SIGSEGV in
 such runs on an H100 and an H200 (docs/metrics.md, "Sampled kernel records"). Each run has
 crash_stack.c preloaded, so that a crash leaves the native stack of its faulting thread (named
-by crash_stacks.py) and Python's stacks in OUT/run_N.log. Each run is scraped while it runs,
+by crash_stacks.py) and Python's stacks in OUT/run_N.log, and a run that hangs (RUN_TIMEOUT_S)
+leaves every thread's native stack there, of each of its processes, before it is killed. Each run is scraped while it runs,
 and a sampled run must show at least 20 switches a second in its last scrape (a setting the
 recording refused would leave the default's two). --parallel runs several at once on the one
 GPU, for more switches in the same time. With --control N, N more runs record every kernel
@@ -18,7 +19,7 @@ The job should linger a moment after its last step (torch_train.py --linger 1) s
 last scrape sees the whole run.
 
   sampling_stress_check.py --cli CLI --out DIR [--runs 6] [--control 0] [--window 0.005]
-                           [--period 0.01] [--parallel 1] -- JOB...
+                           [--period 0.01] [--parallel 1] [--run-timeout 300] -- JOB...
 Prints a line per run and a PASS/FAIL line; exit 1 on failure."""
 import argparse
 import concurrent.futures
@@ -31,7 +32,7 @@ import threading
 import time
 import urllib.request
 
-from crash_stacks import Symbols, build_library, job_environment, symbolize
+from crash_stacks import Symbols, build_library, job_environment, request_stacks, symbolize
 from metrics_scrape_check import metric_sum
 
 RUN_TIMEOUT_S = 300
@@ -53,8 +54,10 @@ def free_ports(count):
             s.close()
 
 
-def describe(returncode):
-    """A job's end in words: cudascope run passes a signal on as 128 + its number."""
+def describe(returncode, run_timeout):
+    """A job's end in words (None: it hung): cudascope run passes a signal on as 128 + its number."""
+    if returncode is None:
+        return f"hung: killed after {run_timeout:g} s"
     if returncode == 0:
         return "exit 0"
     if returncode < 0:
@@ -75,8 +78,9 @@ def scrape_until(address, done, last):
 
 
 def run_once(args, job, env_extra, log_path, port):
-    """One run of JOB under metrics-only recording, scraped while it runs: (return code,
-    seconds, kernel-record switches in its last scrape or None). Its output is kept in LOG_PATH."""
+    """One run of JOB under metrics-only recording, scraped while it runs: (return code, None
+    if it hung; seconds; kernel-record switches in its last scrape or None). Its output is kept
+    in LOG_PATH."""
     address = f"127.0.0.1:{port}"
     command = [args.cli, "run", "--metrics", address, "--no-trace", "--"] + job
     env = dict(os.environ, **env_extra)
@@ -87,12 +91,17 @@ def run_once(args, job, env_extra, log_path, port):
     with open(log_path, "w") as log:
         log.write(" ".join(f"{k}={v}" for k, v in env_extra.items()) + " " + " ".join(command) + "\n")
         log.flush()
+        # A session of its own, so that a hung job's children can be asked for their stacks.
+        job_process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            returncode = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                        timeout=RUN_TIMEOUT_S).returncode
+            returncode = job_process.wait(timeout=args.run_timeout)
         except subprocess.TimeoutExpired:
-            log.write(f"timed out after {RUN_TIMEOUT_S} s\n")
-            returncode = 124
+            log.write(f"timed out after {args.run_timeout:g} s: every thread's stack follows\n")
+            log.flush()
+            request_stacks(job_process)
+            os.killpg(job_process.pid, signal.SIGKILL)
+            job_process.wait()
+            returncode = None
     done.set()
     scraper.join()
     switches = metric_sum(last[0], "cudascope_kernel_sampling_switches_total") if last[0] else None
@@ -108,14 +117,16 @@ def main():
     parser.add_argument("--window", type=float, default=0.005)
     parser.add_argument("--period", type=float, default=0.01)
     parser.add_argument("--parallel", type=int, default=1, help="runs at once (each its own port and log)")
+    parser.add_argument("--run-timeout", type=float, default=RUN_TIMEOUT_S,
+                        help="seconds after which a run is taken for hung: its stacks are asked for, then it is killed")
     args, job = parser.parse_known_args()
     job = job[1:] if job[:1] == ["--"] else job
     if not job:
         parser.error("no job given after --")
     if not os.access(args.cli, os.X_OK):
         parser.error(f"--cli {args.cli}: not an executable")
-    if args.runs < 1 or args.control < 0 or args.parallel < 1:
-        parser.error("--runs and --parallel must be at least 1, --control at least 0")
+    if args.runs < 1 or args.control < 0 or args.parallel < 1 or args.run_timeout <= 0:
+        parser.error("--runs and --parallel must be at least 1, --control at least 0, --run-timeout above 0")
     os.makedirs(args.out, exist_ok=True)
     try:
         crash_env = job_environment(build_library(args.out))
@@ -140,7 +151,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
         for n, kind, log_path, (returncode, seconds, switches) in pool.map(run_numbered, enumerate(plans, 1)):
             switched = "no scrape answered" if switches is None else f"{switches:.0f} switches"
-            print(f"run {n}/{len(plans)} ({kind}): {describe(returncode)} after {seconds:.1f} s, {switched}", flush=True)
+            print(f"run {n}/{len(plans)} ({kind}): {describe(returncode, args.run_timeout)} after {seconds:.1f} s, {switched}", flush=True)
             if returncode != 0:
                 failed[kind].append(n)
                 with open(log_path, errors="replace") as f:

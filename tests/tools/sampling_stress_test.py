@@ -2,7 +2,8 @@
 """bench/journeys/sampling_stress_check.py on the sim backend, where the sampler switches the
 sim source's kernel records as it does CUPTI's: runs at once (--parallel) each get their own
 port and log, a sampled run is seen switching (its last scrape), and the check passes; a job
-that dies of a signal fails it, named, with its native stack.
+that dies of a signal fails it, named, with its native stack; a job that hangs fails it, killed
+after --run-timeout, with the stacks of its threads (of cudascope run's and of the program's).
 
   sampling_stress_test.py CLI"""
 import os
@@ -40,6 +41,14 @@ def main():
         expect("FAIL: 2 runs with 5 ms of kernel records in every 10 ms: 2 did not end normally" in crashing.stdout,
                "the summary counts both", crashing)
         expect("crash_stack: fatal signal SIGSEGV" in crashing.stdout, "the native stack is shown", crashing)
+    with tempfile.TemporaryDirectory() as out:
+        hanging = stress(cli, out, ["sleep", "600"], "--runs", "1", "--run-timeout", "2")
+        expect(hanging.returncode == 1, "a job that hangs fails the check", hanging)
+        expect("run 1/1 (sampled): hung: killed after 2 s" in hanging.stdout, "the hang is named", hanging)
+        expect(hanging.stdout.count("crash_stack: thread ") >= 2,
+               "the stacks of the threads of cudascope run and of the program are shown", hanging)
+        expect("clock_nanosleep" in hanging.stdout or "nanosleep" in hanging.stdout,
+               "the program's stack shows where it waits", hanging)
     print("ok")
 
 
