@@ -47,7 +47,10 @@
 #             SAMPLING_STRESS_CONTROL more recording every kernel, default 0; a run still going
 #             after SAMPLING_STRESS_TIMEOUT seconds, default 120, is hung: every thread's stack
 #             is written to its log, then it is killed; the jobs inherit CUPTI's settings to
-#             try, CUDASCOPE_CUPTI_PER_THREAD_BUFFERS and _PERIODIC_FLUSH)
+#             try, CUDASCOPE_CUPTI_PER_THREAD_BUFFERS and _PERIODIC_FLUSH; SAMPLING_STRESS_VARIANTS,
+#             space-separated LABEL:VAR=VALUE[,VAR=VALUE], adds as many runs again of each with
+#             those settings, alternating with the plain runs and counted apart, e.g.
+#             SAMPLING_STRESS_VARIANTS=shared-buffers:CUDASCOPE_CUPTI_PER_THREAD_BUFFERS=0)
 #   report    the summary line and OUT/gpu-verification.md
 # The jobs of journey2 and sampling run with bench/journeys/crash_stack.c preloaded: one
 # that dies of a signal leaves its native stack, named, at the end of its log (and a stress
@@ -168,7 +171,8 @@ stage_journey2() {
 # estimator's error at the default is measured by bench/profiler/run_overhead_bench.py. Then
 # the stress runs, which no run may fail to survive.
 stage_sampling() {
-  local train=$root/bench/profiler/torch_train.py traced
+  local train=$root/bench/profiler/torch_train.py traced variant variants=()
+  for variant in ${SAMPLING_STRESS_VARIANTS:-}; do variants+=(--variant "$variant"); done
   prepare_crash_stack || { record FAIL sampling "cannot build bench/journeys/crash_stack.c"; return 1; }
   "$cli" run -o "$out/sampling_trace.json.gz" -- python3 "$train" --steps 40 --warmup 2 >"$out/sampling_trace.log" 2>&1
   traced=$(traced_kernels "$out/sampling_trace.json.gz")
@@ -180,7 +184,7 @@ stage_sampling() {
   check sampling-stress sampling_stress.log python3 "$root/bench/journeys/sampling_stress_check.py" \
     --cli "$cli" --out "$out/sampling_stress" --runs "${SAMPLING_STRESS_RUNS:-12}" \
     --parallel "${SAMPLING_STRESS_PARALLEL:-4}" --control "${SAMPLING_STRESS_CONTROL:-0}" \
-    --run-timeout "${SAMPLING_STRESS_TIMEOUT:-120}" -- \
+    --run-timeout "${SAMPLING_STRESS_TIMEOUT:-120}" "${variants[@]}" -- \
     python3 "$train" --steps 40 --warmup 2 --linger 1
 }
 

@@ -14,12 +14,16 @@ and a sampled run must show at least 20 switches a second in its last scrape (a 
 recording refused would leave the default's two). --parallel runs several at once on the one
 GPU, for more switches in the same time. With --control N, N more runs record every kernel
 without switching (CUDASCOPE_METRICS_SAMPLING=0): crashes there too would mean the switching is
-not the cause.
+not the cause. Each --variant LABEL:VAR=VALUE[,VAR=VALUE...] adds --runs more sampled runs with
+those variables set (CUPTI's settings to try, e.g. CUDASCOPE_CUPTI_PER_THREAD_BUFFERS=0),
+alternating with the plain ones, so that the machine's state weighs on each alike; the summary
+counts each variant's failures apart.
 The job should linger a moment after its last step (torch_train.py --linger 1) so that the
 last scrape sees the whole run.
 
   sampling_stress_check.py --cli CLI --out DIR [--runs 6] [--control 0] [--window 0.005]
-                           [--period 0.01] [--parallel 1] [--run-timeout 300] -- JOB...
+                           [--period 0.01] [--parallel 1] [--run-timeout 300]
+                           [--variant LABEL:VAR=VALUE[,VAR=VALUE...]]... -- JOB...
 Prints a line per run and a PASS/FAIL line; exit 1 on failure."""
 import argparse
 import concurrent.futures
@@ -65,6 +69,30 @@ def describe(returncode, run_timeout):
     if returncode > 128 and returncode - 128 in signal.valid_signals():
         return f"exit {returncode}: the job ended by {signal.Signals(returncode - 128).name}"
     return f"exit {returncode}"
+
+
+def parse_variant(text):
+    """LABEL:VAR=VALUE[,VAR=VALUE...] as (LABEL, {VAR: VALUE}); ValueError naming what is wrong."""
+    label, _, assignments = text.partition(":")
+    if not label or not assignments:
+        raise ValueError(f"--variant {text!r}: expected LABEL:VAR=VALUE[,VAR=VALUE...]")
+    env = {}
+    for assignment in assignments.split(","):
+        name, equals, value = assignment.partition("=")
+        if not equals or not name.isidentifier():
+            raise ValueError(f"--variant {text!r}: {assignment!r} is not VAR=VALUE")
+        env[name] = value
+    return label, env
+
+
+def interleaved_plans(args, variants):
+    """(kind, variables) for each run: the plain sampled runs alternating with each variant's,
+    then the control runs."""
+    sampled = {"CUDASCOPE_METRICS_SAMPLING": "1", "CUDASCOPE_METRICS_SAMPLE_WINDOW": str(args.window),
+               "CUDASCOPE_METRICS_SAMPLE_PERIOD": str(args.period)}
+    kinds = [("sampled", sampled)] + [(f"sampled, {label}", {**sampled, **env}) for label, env in variants]
+    plans = [kind for _ in range(args.runs) for kind in kinds]
+    return plans + [("every kernel", {"CUDASCOPE_METRICS_SAMPLING": "0"})] * args.control
 
 
 def scrape_until(address, done, last):
@@ -119,6 +147,8 @@ def main():
     parser.add_argument("--parallel", type=int, default=1, help="runs at once (each its own port and log)")
     parser.add_argument("--run-timeout", type=float, default=RUN_TIMEOUT_S,
                         help="seconds after which a run is taken for hung: its stacks are asked for, then it is killed")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="LABEL:VAR=VALUE[,VAR=VALUE...]: --runs more sampled runs with these variables")
     args, job = parser.parse_known_args()
     job = job[1:] if job[:1] == ["--"] else job
     if not job:
@@ -127,16 +157,21 @@ def main():
         parser.error(f"--cli {args.cli}: not an executable")
     if args.runs < 1 or args.control < 0 or args.parallel < 1 or args.run_timeout <= 0:
         parser.error("--runs and --parallel must be at least 1, --control at least 0, --run-timeout above 0")
+    try:
+        variants = [parse_variant(text) for text in args.variant]
+    except ValueError as e:
+        parser.error(str(e))
+    if len({label for label, _ in variants}) != len(variants):
+        parser.error("--variant: each label once")
     os.makedirs(args.out, exist_ok=True)
     try:
         crash_env = job_environment(build_library(args.out))
     except subprocess.CalledProcessError as e:
         print(f"FAIL: cannot build the crash-stack preload: {e.stderr.strip()}")
         return 1
-    plans = [("sampled", {"CUDASCOPE_METRICS_SAMPLING": "1", "CUDASCOPE_METRICS_SAMPLE_WINDOW": str(args.window),
-                          "CUDASCOPE_METRICS_SAMPLE_PERIOD": str(args.period)})] * args.runs
-    plans += [("every kernel", {"CUDASCOPE_METRICS_SAMPLING": "0"})] * args.control
-    failed = {"sampled": [], "every kernel": []}
+    plans = interleaved_plans(args, variants)
+    failed = {kind: [] for kind, _ in plans}
+    failed.setdefault("every kernel", [])
     unswitched, rates = [], []
     symbols = Symbols()
 
@@ -157,7 +192,7 @@ def main():
                 with open(log_path, errors="replace") as f:
                     stacks = symbolize(f.read(), symbols)
                 print(stacks or f"  no native stack in {log_path}", flush=True)
-            elif kind == "sampled":
+            elif kind.startswith("sampled"):
                 rates.append((switches or 0) / seconds)
                 if rates[-1] < MIN_SWITCHES_PER_S:
                     unswitched.append(n)
@@ -165,9 +200,12 @@ def main():
     summary = f"{args.runs} runs with {switching}: {len(failed['sampled'])} did not end normally"
     if rates:
         summary += f"; those that did switched kernel records {min(rates):.0f}-{max(rates):.0f} times a second"
+    for label, env in variants:
+        settings = ",".join(f"{name}={value}" for name, value in env.items())
+        summary += f"; {args.runs} more with {label} ({settings}): {len(failed[f'sampled, {label}'])} did not"
     if args.control:
         summary += f"; {args.control} recording every kernel: {len(failed['every kernel'])} did not"
-    bad = failed["sampled"] + failed["every kernel"]
+    bad = sorted(n for runs in failed.values() for n in runs)
     if unswitched:
         summary += f"; runs {', '.join(map(str, unswitched))} switched fewer than {MIN_SWITCHES_PER_S} times a second"
     print(("FAIL: " if bad or unswitched else "PASS: ") + summary +

@@ -2,8 +2,9 @@
 """bench/journeys/sampling_stress_check.py on the sim backend, where the sampler switches the
 sim source's kernel records as it does CUPTI's: runs at once (--parallel) each get their own
 port and log, a sampled run is seen switching (its last scrape), and the check passes; a job
-that dies of a signal fails it, named, with its native stack; a job that hangs fails it, killed
-after --run-timeout, with the stacks of its threads (of cudascope run's and of the program's).
+that dies of a signal fails it, named, with its native stack; a variant's runs alternate with
+the plain ones and are counted apart; a job that hangs fails it, killed after --run-timeout,
+with the stacks of its threads (of cudascope run's and of the program's).
 
   sampling_stress_test.py CLI"""
 import os
@@ -41,6 +42,20 @@ def main():
         expect("FAIL: 2 runs with 5 ms of kernel records in every 10 ms: 2 did not end normally" in crashing.stdout,
                "the summary counts both", crashing)
         expect("crash_stack: fatal signal SIGSEGV" in crashing.stdout, "the native stack is shown", crashing)
+    with tempfile.TemporaryDirectory() as out:
+        # A variant's variables reach its runs only: here they make the job crash.
+        job = ["sh", "-c", 'if [ -n "$STRESS_TEST_CRASH" ]; then kill -SEGV $$; fi']
+        varied = stress(cli, out, job, "--runs", "2", "--parallel", "2", "--variant", "crashing:STRESS_TEST_CRASH=1")
+        expect(varied.returncode == 1, "a variant's crashes fail the check", varied)
+        for n, kind, end in ((1, "sampled", "exit 0"), (2, "sampled, crashing", "exit 139"),
+                             (3, "sampled", "exit 0"), (4, "sampled, crashing", "exit 139")):
+            expect(f"run {n}/4 ({kind}): {end}" in varied.stdout, f"run {n} is {kind} (alternating)", varied)
+        expect("2 runs with 5 ms of kernel records in every 10 ms: 0 did not end normally" in varied.stdout and
+               "2 more with crashing (STRESS_TEST_CRASH=1): 2 did not" in varied.stdout,
+               "the summary counts each variant apart", varied)
+        refused = stress(cli, out, job, "--variant", "no-assignment")
+        expect(refused.returncode == 2 and "--variant 'no-assignment'" in refused.stderr,
+               "a malformed variant is refused, named", refused)
     with tempfile.TemporaryDirectory() as out:
         hanging = stress(cli, out, ["sleep", "600"], "--runs", "1", "--run-timeout", "2")
         expect(hanging.returncode == 1, "a job that hangs fails the check", hanging)
