@@ -7,8 +7,9 @@
 // It chains with the program's own handlers: installed first (a constructor, before Python
 // starts), it is what Python's faulthandler finds as the previous handler, re-raises to after
 // printing the Python stacks; a program that installs a handler of its own without chaining
-// simply keeps it. Only async-signal-safe calls in the handler: write, backtrace (libgcc's
-// unwinder, loaded at start-up so the handler does not load it) and backtrace_symbols_fd.
+// simply keeps it. Only async-signal-safe calls in the handlers: write, open, read, close,
+// nanosleep, raw system calls, backtrace (libgcc's unwinder, loaded at start-up so a handler
+// does not load it) and backtrace_symbols_fd.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <execinfo.h>
@@ -96,7 +97,9 @@ static void on_thread_stack_signal(int signal_number) {
   const pid_t self = current_thread();
   if (answering != self) return;  // not asked (a late or stray signal)
   write_thread_stack(self);
-  __atomic_store_n(&answering, 0, __ATOMIC_RELEASE);
+  // Only if still the one asked: one that answered after its 2 s must not end the next's wait.
+  pid_t expected = self;
+  __atomic_compare_exchange_n(&answering, &expected, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 // Asks thread TID for its stack and waits for it, 2 s at most: a thread that has the signal
