@@ -15,6 +15,11 @@
 #             by default) and a job on our allocator with CUDASCOPE_METRICS, scraped every 200 ms
 #             for the whole run
 #   journey3  the wrapped loop's kernels, name by name, equal torch.profiler's for the same steps
+#   frameworks  programs not written with PyTorch, wrapped: a JAX training loop and a CuPy
+#             program (bench/journeys/jax_train.py, cupy_steps.py; SKIP where this Python lacks
+#             one) under `run -o` compute what they compute plain, to the bit, and their traces
+#             hold the same kernels each step (framework_trace_check.py); under `run --metrics
+#             -o` the last scrape's kernels equal the trace's, as journey2's
 #   replays   every recorded sequence in tests/data on the cuda backend against PyTorch's figures,
 #             beside PyTorch replaying the same sequences on this GPU
 #   whatif    `cudascope whatif` against the peaks PyTorch reserves under each setting, to the byte
@@ -199,6 +204,27 @@ journey3() {
 }
 stage_journey3() { check journey3-kernels-vs-torch-profiler journey3.log journey3; }
 
+stage_frameworks() {
+  local framework program port=9480
+  prepare_crash_stack || { record FAIL frameworks "cannot build bench/journeys/crash_stack.c"; return 1; }
+  for framework in jax cupy; do
+    program=$root/bench/journeys/$([ $framework = jax ] && echo jax_train.py || echo cupy_steps.py)
+    port=$((port + 1))
+    if ! python3 -c "import $framework" >/dev/null 2>&1; then
+      record SKIP "frameworks-$framework" "no $framework in this Python"
+      continue
+    fi
+    check "frameworks-$framework-trace" "frameworks_${framework}_trace.log" python3 \
+      "$root/bench/journeys/framework_trace_check.py" --cli "$cli" --out "$out/frameworks" --steps 10 -- \
+      "${with_crash_stack[@]}" python3 "$program"
+    check "frameworks-$framework-metrics" "frameworks_${framework}_metrics.log" python3 \
+      "$root/bench/journeys/metrics_scrape_check.py" --addr "127.0.0.1:$port" --interval 0.2 \
+      --trace "$out/frameworks/${framework}_metrics.json.gz" --cudascope "$cli" -- "${with_crash_stack[@]}" \
+      "$cli" run --metrics "127.0.0.1:$port" -o "$out/frameworks/${framework}_metrics.json.gz" -- \
+      python3 "$program" --steps 10 --linger 1.5
+  done
+}
+
 stage_replays() {
   check replays-vs-pytorch replays.log python3 "$root/bench/runtime/replay_vs_torch.py" "$cli" \
     "$root"/tests/data/replay_*.jsonl.gz
@@ -291,7 +317,7 @@ case "${1:-}" in
   --dry-run) dry_run=true; shift ;;
 esac
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 journey3 replays whatif torch ranks report)
+[ ${#stages[@]} -gt 0 ] || stages=(build symbols ctest journey1 journey2 journey3 frameworks replays whatif torch ranks report)
 status=0
 for stage in "${stages[@]}"; do
   if ! declare -F "stage_$stage" >/dev/null; then

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""A JAX training loop for the GPU checks of programs not written with PyTorch: a 4-layer MLP
+trained with SGD under jax.jit, its data drawn inside the step, so that every step launches
+the same kernels (XLA_FLAGS=--xla_gpu_autotune_level=0, unless XLA_FLAGS is set, keeps the
+first step's compilation the same from run to run). Prints one JSON line: the framework, its version, the device and the
+final loss written exactly (float.hex), so that a run under cudascope can be told to compute
+the same as a plain one.
+
+  jax_train.py [--steps 20] [--linger 0]"""
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave the GPU to others
+os.environ.setdefault("XLA_FLAGS", "--xla_gpu_autotune_level=0")  # the same kernels in every run
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+WIDTH, BATCH, LAYERS = 1024, 256, 4
+
+
+def init(key):
+    keys = jax.random.split(key, LAYERS)
+    return [jax.random.normal(k, (WIDTH, WIDTH), jnp.float32) / jnp.sqrt(WIDTH) for k in keys]
+
+
+def loss_of(params, x, y):
+    h = x
+    for w in params[:-1]:
+        h = jax.nn.relu(h @ w)
+    return jnp.mean((h @ params[-1] - y) ** 2)
+
+
+@jax.jit
+def step(params, key):
+    kx, ky = jax.random.split(key)
+    x = jax.random.normal(kx, (BATCH, WIDTH), jnp.float32)
+    y = jax.random.normal(ky, (BATCH, WIDTH), jnp.float32)
+    loss, grads = jax.value_and_grad(loss_of)(params, x, y)
+    return [w - 0.01 * g for w, g in zip(params, grads)], loss
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--linger", type=float, default=0, help="seconds to wait after the last step (for scrapers)")
+    args = parser.parse_args()
+    params, key = init(jax.random.key(0)), jax.random.key(1)
+    loss = None
+    for _ in range(args.steps):
+        key, sub = jax.random.split(key)
+        params, loss = step(params, sub)
+    loss = float(jax.block_until_ready(loss))
+    print(json.dumps({"framework": "jax", "version": jax.__version__, "device": str(jax.devices()[0]),
+                      "steps": args.steps, "loss": loss.hex()}), flush=True)
+    if args.linger:
+        time.sleep(args.linger)
+
+
+if __name__ == "__main__":
+    main()
