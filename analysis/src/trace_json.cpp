@@ -275,12 +275,14 @@ bool parse_microseconds_as_ns(std::string_view text, std::int64_t& ns) {
   std::int64_t whole = 0;
   std::size_t digits = 0;
   while (i < text.size() && is_digit(text[i])) {
+    if (++digits > 18) break;  // past 18 digits whole * 10 could overflow: take the slow path
     whole = whole * 10 + (text[i] - '0');
     ++i;
-    if (++digits > 15) break;  // beyond here the ns could overflow: take the slow path
   }
   if (digits == 0) return false;
-  if (digits <= 15 && (i == text.size() || text[i] == '.')) {
+  // Epoch microseconds have 16 digits (Kineto before 2024 wrote them so, as integers): a
+  // double holds them, but not times 1000, so they stay integers here.
+  if (digits <= 18 && whole <= (INT64_MAX - 1000) / 1000 && (i == text.size() || text[i] == '.')) {
     std::int64_t fraction = 0;
     int scale = 0;
     bool round_up = false;

@@ -1,0 +1,114 @@
+// The trace loader on the shapes other writers give the same format: Kineto as older PyTorch
+// releases shipped it, and Chrome trace-event files from other tools. Each input here is
+// small and written the way its writer writes (tests/data/README.md names the writer and the
+// source read for each); the figures asserted are counted by hand from the file.
+#include "trace_test_support.h"
+
+#include <cudascope/analysis/trace_loader.h>
+#include <cudascope/analysis/trace_stats.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+using namespace cudascope;
+using namespace cudascope::trace_testing;
+
+namespace {
+
+std::unique_ptr<analysis::TraceModel> load(const std::string& path) {
+  auto loaded = analysis::load_trace(path);
+  EXPECT_TRUE(loaded.ok()) << loaded.error;
+  return std::move(loaded.model);
+}
+
+const analysis::DurationStat* find(const std::vector<analysis::DurationStat>& rows, const std::string& name) {
+  for (const auto& r : rows)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+// The first event of phase `ph` whose name starts with `prefix`.
+const analysis::TraceModel::Event* first(const analysis::TraceModel& model, char ph, const std::string& prefix) {
+  for (std::size_t i = 0; i < model.event_count(); ++i) {
+    const auto& e = model.event(i);
+    if (e.ph == ph && model.name(e).substr(0, prefix.size()) == prefix) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// Kineto as of 2022 (PyTorch 1.13's era): times are integer epoch microseconds of 16 digits,
+// flows are "async_cpu_to_gpu" with "bp": "e" on both ends, distributedInfo comes before the
+// events, and the spans use string pids ("Spans", "Traces", "").
+TEST(TraceVersionsTest, Kineto2022IntegerEpochMicrosecondsAreExactNanoseconds) {
+  const auto model = load(data_path("kineto_shape_2022.json"));
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->format, analysis::TraceFormat::kineto);
+  EXPECT_TRUE(model->complete);
+  EXPECT_EQ(model->event_count(), 38u);
+  EXPECT_EQ(model->rank, 1);
+  EXPECT_EQ(model->world_size, 2);
+  ASSERT_EQ(model->devices.size(), 1u);
+  EXPECT_EQ(model->devices[0].total_memory, 42505273344);
+
+  // 16 digits of microseconds times 1000 do not fit a double's 53 bits: read through one,
+  // 1666000000000143 us came back as ...143104 ns.
+  const auto* sgemm = first(*model, 'X', "ampere_sgemm");
+  const auto* clamp = first(*model, 'X', "void at::native::vectorized_elementwise_kernel");
+  const auto* step = first(*model, 'X', "ProfilerStep#0");
+  ASSERT_TRUE(sgemm && clamp && step);
+  EXPECT_EQ(sgemm->ts_ns, 1666000000000143000);
+  EXPECT_EQ(clamp->ts_ns, 1666000000000160000);
+  EXPECT_EQ(step->ts_ns, 1666000000000101000);
+  EXPECT_EQ(model->min_ts_ns, 1666000000000100000);
+  EXPECT_EQ(model->max_ts_ns, 1666000000001003000);
+  // The clamp kernel starts as the sgemm ends: side by side under the GPU annotation, not
+  // nested in the sgemm (as a 104 ns error on one start made it).
+  const auto* annotation = first(*model, 'X', "ProfilerStep#0");
+  for (std::size_t i = 0; i < model->event_count(); ++i) {
+    const auto& e = model->event(i);
+    if (model->cat(e) == "gpu_user_annotation") annotation = &e;
+  }
+  EXPECT_EQ(annotation->depth, 0);
+  EXPECT_EQ(sgemm->depth, 1);
+  EXPECT_EQ(clamp->depth, 1);
+
+  const analysis::TraceStats stats = analysis::compute_stats(*model);
+  ASSERT_EQ(stats.kernels.size(), 2u);
+  EXPECT_EQ(stats.kernels[0].name, "ampere_sgemm_32x32_sliced1x4_nn");
+  EXPECT_EQ(stats.kernels[0].count, 2);
+  EXPECT_EQ(stats.kernels[0].total_ns, 34000);
+  EXPECT_EQ(stats.kernels[1].count, 1);
+  EXPECT_EQ(stats.kernels[1].total_ns, 3000);
+  EXPECT_EQ(stats.kernel_total_ns, 37000);
+  ASSERT_EQ(stats.copies.size(), 2u);
+  EXPECT_EQ(stats.copies[0].kind, "DtoH");
+  EXPECT_EQ(stats.copies[0].bytes, 4096);
+  EXPECT_EQ(stats.copies[0].total_ns, 4000);
+  EXPECT_EQ(stats.copies[1].kind, "Memset");
+  EXPECT_EQ(stats.copies[1].bytes, 512);
+  EXPECT_EQ(stats.copies[1].total_ns, 1000);
+  const auto* launches = find(stats.api_calls, "cudaLaunchKernel");
+  ASSERT_TRUE(launches);
+  EXPECT_EQ(launches->count, 3);
+  EXPECT_EQ(launches->total_ns, 19000);
+  ASSERT_EQ(stats.gpu_annotations.size(), 1u);
+  EXPECT_EQ(stats.gpu_annotations[0].total_ns, 377000);
+  ASSERT_TRUE(find(stats.ranges, "ProfilerStep#0"));
+  EXPECT_EQ(find(stats.ranges, "ProfilerStep#0")->total_ns, 817000);
+
+  // Each launch binds to its kernel, copy or fill through the flow of its correlation id.
+  int bound = 0;
+  for (const auto& flow : model->flows()) {
+    ASSERT_NE(flow.from_slice, analysis::kNoEvent);
+    ASSERT_NE(flow.to_slice, analysis::kNoEvent);
+    EXPECT_EQ(model->cat(model->event(flow.from_slice)), "cuda_runtime");
+    EXPECT_EQ(model->arg_int(model->event(flow.to_slice), "correlation"), static_cast<std::int64_t>(flow.id));
+    ++bound;
+  }
+  EXPECT_EQ(bound, 5);
+  EXPECT_EQ(analysis::validate_trace(*model), std::vector<std::string>{});
+}
