@@ -1,6 +1,7 @@
 // Collectives by communicator from a trace, and their pairing across ranks
 // (collective_pairing.h).
 #include <cudascope/analysis/collective_pairing.h>
+#include <cudascope/analysis/event_kind.h>
 #include <cudascope/analysis/rank_summary.h>
 
 #include "launch_scopes.h"
@@ -137,19 +138,14 @@ GroupOfKernel group_of(const TraceModel& model, std::uint32_t kernel, Collective
   return g;
 }
 
-// Whether an event's category is a kernel's, decided once per category: the rule's test
-// (is_communication_kernel_event) folds the category's case, too dear for every event of a
-// large trace.
+// Whether an event's category is a kernel's (event_kind.h), decided once per category: the
+// rule's test (is_communication_kernel_event) reads the category for every event it is given.
 class KernelCategories {
  public:
   explicit KernelCategories(const TraceModel& model) : model_(model) {}
   bool operator()(const TraceModel::Event& e) {
     auto [it, added] = known_.try_emplace(e.cat, false);
-    if (added) {
-      std::string lower(model_.cat(e));
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      it->second = lower == "kernel";
-    }
+    if (added) it->second = category_kind(model_.cat(e)) == EventKind::kernel;
     return it->second;
   }
 

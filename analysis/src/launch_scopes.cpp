@@ -1,6 +1,8 @@
 // The slice open on the CPU thread that launched a kernel (launch_scopes.h).
 #include "launch_scopes.h"
 
+#include <cudascope/analysis/event_kind.h>
+
 #include <algorithm>
 #include <iterator>
 #include <string_view>
@@ -12,8 +14,8 @@ namespace {
 constexpr std::string_view kCorrelation = "correlation";
 
 bool is_api_call(const TraceModel& model, const TraceModel::Event& e) {
-  const std::string_view cat = model.cat(e);
-  return cat == "cuda_runtime" || cat == "cuda_driver";
+  const EventKind kind = category_kind(model.cat(e));
+  return kind == EventKind::runtime || kind == EventKind::driver;
 }
 
 }  // namespace

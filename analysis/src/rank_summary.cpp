@@ -1,6 +1,7 @@
 // summarize_rank: one pass over a trace's events gathers each device's activity intervals
 // (compute, communication, copies) and the step ranges; interval unions then give each
 // step's figures (rank_summary.h has the definitions).
+#include <cudascope/analysis/event_kind.h>
 #include <cudascope/analysis/rank_summary.h>
 #include <cudascope/util/communication_kernel.h>
 
@@ -16,12 +17,11 @@ namespace {
 
 enum class DeviceKind { none, kernel, copy };
 
-// Kineto writes "kernel", "gpu_memcpy", "gpu_memset" (older versions "Kernel", "Memcpy", "Memset").
+// Kernels and copies (fills count as copies), by the categories' shared reading (event_kind.h).
 DeviceKind device_kind(std::string_view cat) {
-  std::string lower(cat);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "kernel") return DeviceKind::kernel;
-  if (lower == "gpu_memcpy" || lower == "gpu_memset" || lower == "memcpy" || lower == "memset") return DeviceKind::copy;
+  const EventKind kind = category_kind(cat);
+  if (kind == EventKind::kernel) return DeviceKind::kernel;
+  if (kind == EventKind::memcpy || kind == EventKind::memset) return DeviceKind::copy;
   return DeviceKind::none;
 }
 

@@ -6,20 +6,6 @@
 
 namespace cudascope::analysis {
 
-EventKind event_kind(std::string_view cat, char ph) {
-  if (cat == "kernel") return EventKind::kernel;
-  if (cat == "gpu_memcpy") return EventKind::memcpy;
-  if (cat == "gpu_memset") return EventKind::memset;
-  if (cat == "gpu_user_annotation") return EventKind::gpu_annotation;
-  if (cat == "nvtx" || cat == "user_annotation") return EventKind::nvtx;
-  if (cat == "cuda_runtime") return EventKind::runtime;
-  if (cat == "cuda_driver") return EventKind::driver;
-  if (cat == "cpu_op" || cat == "operator") return EventKind::cpu_op;
-  if (cat == "python_function") return EventKind::python;
-  if (ph == 'i' || ph == 'I') return EventKind::instant;
-  return EventKind::other;
-}
-
 TimelineIndex TimelineIndex::build(const TraceModel& model) {
   TimelineIndex index;
   index.update(model);

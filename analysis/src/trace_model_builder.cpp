@@ -2,6 +2,8 @@
 
 #include "trace_json.h"
 
+#include <cudascope/analysis/event_kind.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -14,10 +16,6 @@ constexpr std::uint64_t kArgsChunk = 4 << 20;
 constexpr int kEnclosingSearch = 4096;  // slices looked at when binding a flow
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
-
-bool device_category(std::string_view cat) {
-  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "gpu_user_annotation";
-}
 
 }  // namespace
 
@@ -324,10 +322,9 @@ void TraceModelBuilder::index() {
       old_sizes.push_back(model_.tracks_[e.track].events.size());
     }
     model_.tracks_[e.track].events.push_back(static_cast<std::uint32_t>(i));
-    if (device_category(model_.cat(e))) {
-      TraceModel::Process& p = model_.processes_[model_.tracks_[e.track].process];
-      if (p.device < 0 && p.pid_text == kNoString && p.pid >= 0 && p.pid < 4096) p.device = static_cast<int>(p.pid);
-    }
+    TraceModel::Process& p = model_.processes_[model_.tracks_[e.track].process];
+    if (p.device < 0 && p.pid_text == kNoString && p.pid >= 0 && p.pid < 4096 && is_device_event(category_kind(model_.cat(e))))
+      p.device = static_cast<int>(p.pid);
   }
   // A ranged B closed in this batch may sit on a track that got nothing else: its depth
   // and order depend on its duration, so such tracks are redone too.

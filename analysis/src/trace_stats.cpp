@@ -1,3 +1,4 @@
+#include <cudascope/analysis/event_kind.h>
 #include <cudascope/analysis/trace_stats.h>
 #include <cudascope/util/json_escape.h>
 
@@ -211,50 +212,44 @@ TraceStats compute_stats(const TraceModel& model) {
   stats.cut_short = model.cut_short;
   stats.format = to_string(model.format);
   stats.notes = model.notes;
-  // A category the trace never names gets an id no event has (kNoString is a cat-less event's).
-  const auto category = [&](std::string_view name) {
-    const std::uint32_t id = model.strings().find(name);
-    return id == kNoString ? kNoString - 1 : id;
+  // Each category is read once (event_kind.h): a trace has few, and events many.
+  std::unordered_map<std::uint32_t, EventKind> kinds;
+  const auto kind_of = [&](const TraceModel::Event& e) {
+    const auto [it, added] = kinds.try_emplace(e.cat, EventKind::other);
+    if (added) it->second = category_kind(model.cat(e));
+    return it->second;
   };
-  const std::uint32_t kernel = category("kernel");
-  const std::uint32_t memcpy = category("gpu_memcpy");
-  const std::uint32_t memset = category("gpu_memset");
-  const std::uint32_t nvtx = category("nvtx");
-  const std::uint32_t user_annotation = category("user_annotation");
-  const std::uint32_t gpu_annotation = category("gpu_user_annotation");
-  const std::uint32_t cpu_op = category("cpu_op");
-  const std::uint32_t runtime = category("cuda_runtime");
-  const std::uint32_t driver = category("cuda_driver");
   ByName kernels, ranges, gpu_annotations, cpu_ops, api_calls, other;
   std::map<std::string, CopyStat> copies;
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const TraceModel::Event& e = model.event(i);
     if (e.ph == 'X') {
-      if (e.cat == kernel) {
-        add(kernels[e.name], e.dur_ns);
-        stats.kernel_total_ns += e.dur_ns;
-      } else if (e.cat == memcpy || e.cat == memset) {
-        const std::string kind = e.cat == memset ? "Memset" : copy_kind(model.name(e));
-        CopyStat& copy = copies[kind];
-        copy.kind = kind;
-        ++copy.count;
-        copy.bytes += std::max<std::int64_t>(0, model.arg_int(e, "bytes").value_or(0));
-        copy.total_ns += e.dur_ns;
-        copy.sum_squares_ns2 += static_cast<double>(e.dur_ns) * static_cast<double>(e.dur_ns);
-      } else if (e.cat == nvtx || e.cat == user_annotation) {
-        add(ranges[e.name], e.dur_ns);
-      } else if (e.cat == gpu_annotation) {
-        add(gpu_annotations[e.name], e.dur_ns);
-      } else if (e.cat == cpu_op) {
-        add(cpu_ops[e.name], e.dur_ns);
-      } else if (e.cat == runtime || e.cat == driver) {
-        add(api_calls[e.name], e.dur_ns);
-      } else {
-        add(other[e.name], e.dur_ns);
+      switch (kind_of(e)) {
+        case EventKind::kernel:
+          add(kernels[e.name], e.dur_ns);
+          stats.kernel_total_ns += e.dur_ns;
+          break;
+        case EventKind::memcpy:
+        case EventKind::memset: {
+          const std::string kind = kind_of(e) == EventKind::memset ? "Memset" : copy_kind(model.name(e));
+          CopyStat& copy = copies[kind];
+          copy.kind = kind;
+          ++copy.count;
+          copy.bytes += std::max<std::int64_t>(0, model.arg_int(e, "bytes").value_or(0));
+          copy.total_ns += e.dur_ns;
+          copy.sum_squares_ns2 += static_cast<double>(e.dur_ns) * static_cast<double>(e.dur_ns);
+          break;
+        }
+        case EventKind::nvtx: add(ranges[e.name], e.dur_ns); break;
+        case EventKind::gpu_annotation: add(gpu_annotations[e.name], e.dur_ns); break;
+        case EventKind::cpu_op: add(cpu_ops[e.name], e.dur_ns); break;
+        case EventKind::runtime:
+        case EventKind::driver: add(api_calls[e.name], e.dur_ns); break;
+        default: add(other[e.name], e.dur_ns); break;
       }
     } else if ((e.ph == 'B' || e.ph == 'b') && e.dur_ns >= 0) {
       // Closed ranges only: an open one has no duration.
-      add(e.cat == nvtx ? ranges[e.name] : other[e.name], e.dur_ns);
+      add(kind_of(e) == EventKind::nvtx ? ranges[e.name] : other[e.name], e.dur_ns);
     }
   }
   stats.kernels = sorted(model, kernels);

@@ -4,6 +4,7 @@
 // source read for each); the figures asserted are counted by hand from the file.
 #include "trace_test_support.h"
 
+#include <cudascope/analysis/timeline_index.h>
 #include <cudascope/analysis/trace_loader.h>
 #include <cudascope/analysis/trace_stats.h>
 
@@ -111,4 +112,41 @@ TEST(TraceVersionsTest, Kineto2022IntegerEpochMicrosecondsAreExactNanoseconds) {
   }
   EXPECT_EQ(bound, 5);
   EXPECT_EQ(analysis::validate_trace(*model), std::vector<std::string>{});
+}
+
+// Kineto before April 2022 (PyTorch 1.8 to 1.11) named the GPU's categories "Kernel",
+// "Memcpy" and "Memset", and the GPU annotation "gpu_user_Annotation".
+TEST(TraceVersionsTest, Kineto2021CapitalisedGpuCategoriesAreKernelsCopiesAndAnnotations) {
+  const auto model = load(data_path("kineto_shape_2021.json"));
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->event_count(), 25u);
+  const analysis::TraceStats stats = analysis::compute_stats(*model);
+  ASSERT_EQ(stats.kernels.size(), 2u);
+  EXPECT_EQ(stats.kernels[0].name.substr(0, 36), "void cudnn::cnn::conv2d_grouped_dire");
+  EXPECT_EQ(stats.kernels[0].total_ns, 12000);
+  EXPECT_EQ(stats.kernels[1].total_ns, 2000);
+  EXPECT_EQ(stats.kernel_total_ns, 14000);
+  ASSERT_EQ(stats.copies.size(), 2u);
+  EXPECT_EQ(stats.copies[0].kind, "HtoD");
+  EXPECT_EQ(stats.copies[0].bytes, 98304);
+  EXPECT_EQ(stats.copies[0].total_ns, 6000);
+  EXPECT_EQ(stats.copies[1].kind, "Memset");
+  EXPECT_EQ(stats.copies[1].bytes, 2048);
+  ASSERT_EQ(stats.gpu_annotations.size(), 1u);
+  EXPECT_EQ(stats.gpu_annotations[0].name, "ProfilerStep#3");
+  EXPECT_EQ(stats.gpu_annotations[0].total_ns, 118000);
+  EXPECT_TRUE(stats.other_slices.empty()) << stats.other_slices[0].name;
+  // The viewer's index sees the same kinds.
+  const auto* kernel = first(*model, 'X', "void cudnn");
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(analysis::event_kind(model->cat(*kernel), kernel->ph), analysis::EventKind::kernel);
+  EXPECT_EQ(analysis::event_kind("Memcpy", 'X'), analysis::EventKind::memcpy);
+  EXPECT_EQ(analysis::event_kind("Memset", 'X'), analysis::EventKind::memset);
+  EXPECT_EQ(analysis::event_kind("gpu_user_Annotation", 'X'), analysis::EventKind::gpu_annotation);
+  // The GPU process is a device by its events, as a current Kineto trace's is.
+  for (const auto& process : model->processes()) {
+    if (process.pid == 0 && process.pid_text == analysis::kNoString) {
+      EXPECT_EQ(process.device, 0);
+    }
+  }
 }

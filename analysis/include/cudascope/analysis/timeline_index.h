@@ -17,6 +17,7 @@
 // UI-free (no Qt). Build once (any thread); const queries may run concurrently. update()
 // must not run concurrently with queries.
 
+#include <cudascope/analysis/event_kind.h>
 #include <cudascope/analysis/trace_model.h>
 
 #include <cstdint>
@@ -26,24 +27,6 @@
 #include <vector>
 
 namespace cudascope::analysis {
-
-// What an event is, from its category (Kineto's and ours share names) and phase.
-enum class EventKind : std::uint8_t {
-  kernel,          // cat "kernel"
-  memcpy,          // "gpu_memcpy"
-  memset,          // "gpu_memset"
-  gpu_annotation,  // "gpu_user_annotation": an NVTX/record_function range projected on a stream
-  nvtx,            // "nvtx", "user_annotation": ranges the program marked
-  runtime,         // "cuda_runtime"
-  driver,          // "cuda_driver"
-  cpu_op,          // "cpu_op", "operator"
-  python,          // "python_function"
-  instant,         // "i"/"I" events of other categories
-  other,
-};
-EventKind event_kind(std::string_view cat, char ph);
-// Work a GPU stream is busy with (kernels, copies, memsets).
-inline bool is_gpu_work(EventKind k) { return k == EventKind::kernel || k == EventKind::memcpy || k == EventKind::memset; }
 
 struct TimelineRow {
   enum class Kind : std::uint8_t { process, slices, counter };
