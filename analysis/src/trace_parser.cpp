@@ -217,6 +217,12 @@ JsonStatus TraceParser::events_array(TracePhase phase) {
         return syntax();
       }
       cursor_.advance();
+      // A writer that ends every event with ',' (a ']' appended later) leaves ",]": Perfetto
+      // reads it, JSON does not allow it; read, and reported.
+      if (cursor_.peek_token() == ']') {
+        problem("a ',' after the last event, before the events array's ']'");
+        continue;
+      }
     }
     first = false;
     if (JsonStatus s = event(); s != JsonStatus::ok) return s;

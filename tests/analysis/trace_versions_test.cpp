@@ -150,3 +150,38 @@ TEST(TraceVersionsTest, Kineto2021CapitalisedGpuCategoriesAreKernelsCopiesAndAnn
     }
   }
 }
+
+// Writers that end every event with a comma and add the ']' afterwards (or by hand) leave
+// ",]", as Sorbet's and olly's traces show: Perfetto reads them. So does the loader, with the
+// comma reported; a trailing empty object ("{}" as a last element) is skipped and reported.
+TEST(TraceVersionsTest, ACommaBeforeTheClosingBracketAndATrailingEmptyObjectAreReadAndReported) {
+  const std::string event = R"({"name":"typecheck","cat":"kernel","ph":"X","ts":4619295550.000,"dur":8000.000,"pid":306339,"tid":3})";
+  const std::string inputs[] = {
+      "[\n" + event + ",\n]\n",                                    // array form
+      "{\"traceEvents\": [\n" + event + ",\n],\n\"otherData\": {}}",  // object form, more after it
+      "{\"traceEvents\": [" + event + ", {}]}",                      // a trailing empty object
+  };
+  for (const std::string& text : inputs) {
+    SCOPED_TRACE(text);
+    auto loaded = analysis::load_trace_text(text, "inline");
+    ASSERT_TRUE(loaded.ok()) << loaded.error;
+    const auto& model = *loaded.model;
+    EXPECT_TRUE(model.complete);
+    EXPECT_FALSE(model.cut_short);
+    ASSERT_EQ(model.event_count(), 1u);
+    const auto stats = analysis::compute_stats(model);
+    ASSERT_EQ(stats.kernels.size(), 1u);
+    EXPECT_EQ(stats.kernels[0].total_ns, 8000000);
+    EXPECT_EQ(model.event(0).ts_ns, 4619295550000);
+    ASSERT_EQ(model.format_problems.size(), 1u);
+    EXPECT_EQ(analysis::validate_trace(model), model.format_problems) << "--check fails on what JSON does not allow";
+  }
+  auto comma = analysis::load_trace_text(inputs[0], "inline");
+  EXPECT_EQ(comma.model->format_problems[0], "event 1: a ',' after the last event, before the events array's ']'");
+  // Anything else after a comma is still not a trace.
+  for (const std::string& bad : {"[" + event + ",,]", "[" + event + ", ]]", "[" + event + "}]"}) {
+    const auto refused = analysis::load_trace_text(bad, "bad.json");
+    EXPECT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error.rfind("bad.json: byte ", 0), 0u) << refused.error;
+  }
+}
