@@ -264,6 +264,12 @@ JsonStatus TraceParser::time_value(std::int64_t& ns, bool& has, const char* fiel
     if (JsonStatus s = cursor_.read_number_text(number_); s != JsonStatus::ok) return s;
     has = parse_microseconds_as_ns(number_, ns);
     if (!has) problem(std::string("\"") + field + "\" is out of range");
+  } else if (c == '"') {
+    // Chrome's trace viewer (JavaScript arithmetic) and Perfetto (CoerceToNs) read a number
+    // written as a string as that number: so does this, and --check still reports it.
+    if (JsonStatus s = cursor_.read_string(number_); s != JsonStatus::ok) return s;
+    has = !number_.empty() && (is_number_start(static_cast<unsigned char>(number_[0]))) && parse_microseconds_as_ns(number_, ns);
+    problem(std::string("\"") + field + "\" is " + (has ? "a string, read as the number it holds" : "not a number"));
   } else {
     if (JsonStatus s = cursor_.skip_value(); s != JsonStatus::ok) return s;
     problem(std::string("\"") + field + "\" is not a number");

@@ -254,7 +254,8 @@ TEST(TraceLoaderTest, WrongFieldTypesAreReportedAndTheEventsStillRead) {
   ASSERT_TRUE(loaded.ok()) << loaded.error;
   const auto& problems = loaded.model->format_problems;
   ASSERT_EQ(problems.size(), 4u);
-  EXPECT_EQ(problems[0], "event 0: \"ts\" is not a number");
+  EXPECT_EQ(problems[0], "event 0: \"ts\" is a string, read as the number it holds");
+  EXPECT_EQ(loaded.model->event(0).ts_ns, 10000) << "as Chrome's viewer and Perfetto read it";
   EXPECT_EQ(problems[1], "event 1: no \"ph\"");
   EXPECT_EQ(problems[2], "event 2: negative \"dur\"");
   EXPECT_EQ(problems[3], "event 3: (C): counter \"v\" is not a number");

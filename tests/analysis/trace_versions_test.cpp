@@ -185,3 +185,24 @@ TEST(TraceVersionsTest, ACommaBeforeTheClosingBracketAndATrailingEmptyObjectAreR
     EXPECT_EQ(refused.error.rfind("bad.json: byte ", 0), 0u) << refused.error;
   }
 }
+
+// Chrome's trace viewer computes with "ts" and "dur" as JavaScript does, and Perfetto coerces
+// strings (CoerceToNs): a number written as a string is that number. Read so, and reported.
+TEST(TraceVersionsTest, TimesWrittenAsStringsAreReadAsTheirNumbersAndReported) {
+  auto loaded = analysis::load_trace_text(
+      R"([{"ph":"X","cat":"kernel","name":"k","pid":"1","tid":"2","ts":"1666000000000143","dur":"2.5"},)"
+      R"( {"ph":"X","cat":"kernel","name":"k","pid":"1","tid":"2","ts":"soon","dur":1}])",
+      "strings");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const auto& model = *loaded.model;
+  ASSERT_EQ(model.event_count(), 2u);
+  EXPECT_EQ(model.event(0).ts_ns, 1666000000000143000);
+  EXPECT_EQ(model.event(0).dur_ns, 2500);
+  const auto stats = analysis::compute_stats(model);
+  ASSERT_EQ(stats.kernels.size(), 1u);
+  EXPECT_EQ(stats.kernels[0].count, 2);
+  EXPECT_EQ(stats.kernels[0].total_ns, 3500);
+  EXPECT_EQ(model.format_problems, (std::vector<std::string>{"event 0: \"ts\" is a string, read as the number it holds",
+                                                             "event 0: \"dur\" is a string, read as the number it holds",
+                                                             "event 1: \"ts\" is not a number"}));
+}
