@@ -144,7 +144,7 @@ bool JsonDecoder::entry(value v, int device) {
       if (auto e = val.get_string().get(s)) return json_fail(e, "a string for trace entry field 'action'");
       auto a = parse_action(s);
       if (!a) return fail("expected a trace action (alloc, free_requested, free_completed, segment_alloc, "
-                          "segment_free, segment_map, segment_unmap, snapshot, oom), found '" + std::string(s) + "'");
+                          "segment_free, segment_map, segment_unmap, snapshot, oom, annotate), found '" + std::string(s) + "'");
       entry.action = *a;
       have_action = true;
     } else if (key == "addr") ok = get_u64(val, "trace entry", "addr", entry.addr);

@@ -148,7 +148,7 @@ class Decoder final : public PickleSink {
     const auto parsed = parse_action(strings_.get(action->ref));
     if (!parsed)
       return "expected a trace action (alloc, free_requested, free_completed, segment_alloc, segment_free, "
-             "segment_map, segment_unmap, snapshot, oom), found '" + std::string(strings_.get(action->ref)) + "'";
+             "segment_map, segment_unmap, snapshot, oom, annotate), found '" + std::string(strings_.get(action->ref)) + "'";
     e.action = *parsed;
     uint64_t stream = 0;
     std::string err = get_u64(m, d, "trace entry", k_addr, e.addr, false);

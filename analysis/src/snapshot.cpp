@@ -7,7 +7,7 @@ namespace cudascope::analysis {
 namespace {
 constexpr std::array<std::string_view, kActionCount> kActionNames = {
     "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map", "segment_unmap", "snapshot", "oom"};
+    "segment_map", "segment_unmap", "snapshot", "oom", "annotate"};
 constexpr std::array<std::string_view, 3> kBlockStateNames = {"active_allocated", "active_pending_free",
                                                               "inactive"};
 }  // namespace

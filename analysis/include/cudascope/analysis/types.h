@@ -32,7 +32,8 @@ enum class Action : uint8_t {
   segment_unmap,
   snapshot,
   oom,
-  count_  // number of actions; not an action
+  annotate,  // metadata attached to a live allocation (_annotate_memory): no memory changes
+  count_     // number of actions; not an action
 };
 inline constexpr int kActionCount = static_cast<int>(Action::count_);
 
