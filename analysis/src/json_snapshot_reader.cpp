@@ -73,7 +73,15 @@ class JsonDecoder {
     return true;
   }
 
+  // The newest entry of a block's "history" (PyTorch before 2.1).
+  struct History {
+    uint64_t real_size = 0;
+    bool have_real_size = false;
+    StackId stack = 0;
+  };
+
   bool stack(value v, const char* what, StackId& out);
+  bool block_history(value v, History& out);
   bool entry(value v, int device);
   bool block(value v);
   bool segment(value v, SnapshotBuilder::Missing& missing);
@@ -174,7 +182,8 @@ bool JsonDecoder::block(value v) {
   if (auto e = v.get_object().get(o)) return json_fail(e, "each block to be an object");
   Block blk;
   blk.address = kUnknownAddress;
-  bool have_state = false, have_size = false, have_requested = false;
+  bool have_state = false, have_size = false, have_requested = false, have_frames = false;
+  History history;
   for (auto field : o) {
     std::string_view key;
     if (auto e = field.unescaped_key().get(key)) return json_fail(e, "a block field name");
@@ -190,12 +199,39 @@ bool JsonDecoder::block(value v) {
     } else if (key == "size") ok = get_u64(val, "block", "size", blk.size), have_size = true;
     else if (key == "address") ok = get_u64(val, "block", "address", blk.address);
     else if (key == "requested_size") ok = get_u64(val, "block", "requested_size", blk.requested_size), have_requested = true;
-    else if (key == "frames") ok = stack(val, "block", blk.stack);
+    else if (key == "frames") ok = stack(val, "block", blk.stack), have_frames = true;
+    else if (key == "history") ok = block_history(val, history);
     if (!ok) return false;
   }
   if (!have_state || !have_size) return fail("expected 'state' and 'size' fields in each block");
-  if (!have_requested) blk.requested_size = blk.size;
+  if (!have_requested) blk.requested_size = history.have_real_size ? history.real_size : blk.size;
+  if (!have_frames) blk.stack = history.stack;
   b_.snapshot().blocks.push_back(blk);
+  return true;
+}
+
+// PyTorch before 2.1 kept a block's requested size (1.13) and stack (1.13, 2.0) only in its
+// "history" of allocations, newest first: torch/cuda/_memory_viz.py's _block_extra_legacy
+// reads the first entry's "real_size" and "frames", and so does this.
+bool JsonDecoder::block_history(value v, History& out) {
+  simdjson::ondemand::array entries;
+  if (auto e = v.get_array().get(entries)) return json_fail(e, "a list for block field 'history'");
+  bool newest = true;
+  for (auto item : entries) {
+    if (!newest) continue;
+    newest = false;
+    simdjson::ondemand::object o;
+    if (auto e = item.get_object().get(o)) return json_fail(e, "each entry of a block's 'history' to be an object");
+    for (auto field : o) {
+      std::string_view key;
+      if (auto e = field.unescaped_key().get(key)) return json_fail(e, "a block history field name");
+      bool ok = true;
+      if (key == "real_size") ok = get_u64(field.value(), "block history", "real_size", out.real_size), out.have_real_size = true;
+      else if (key == "frames") ok = stack(field.value(), "block history", out.stack);
+      if (!ok) return false;
+    }
+    if (!out.have_real_size) return fail("expected a 'real_size' field in each entry of a block's 'history'");
+  }
   return true;
 }
 

@@ -45,6 +45,7 @@ class Decoder final : public PickleSink {
     k_allocated_size = k("allocated_size"), k_active_size = k("active_size"), k_device = k("device");
     k_segment_type = k("segment_type"), k_segment_pool_id = k("segment_pool_id");
     k_is_expandable = k("is_expandable"), k_blocks = k("blocks"), k_stage = k("stage");
+    k_history = k("history"), k_real_size = k("real_size");
   }
 
   std::string on_append(PickleMachine& m, Value& item) override {
@@ -76,7 +77,8 @@ class Decoder final : public PickleSink {
   StringId k_action, k_addr, k_size, k_stream, k_time_us, k_frames, k_compile_context, k_user_metadata,
       k_device_free, k_state, k_address, k_requested_size, k_name, k_filename, k_line, k_segments,
       k_device_traces, k_allocator_settings, k_external_annotations, k_total_size, k_allocated_size,
-      k_active_size, k_device, k_segment_type, k_segment_pool_id, k_is_expandable, k_blocks, k_stage;
+      k_active_size, k_device, k_segment_type, k_segment_pool_id, k_is_expandable, k_blocks, k_stage, k_history,
+      k_real_size;
   bool missing_times = false;
 
  private:
@@ -187,9 +189,29 @@ class Decoder final : public PickleSink {
     block.requested_size = block.size;
     if (err.empty()) err = get_u64(m, d, "block", k_requested_size, block.requested_size, false);
     if (err.empty()) err = convert_stack(m, d, "block", block.stack);
+    if (err.empty() && (!m.dict_get(d, k_requested_size) || !m.dict_get(d, k_frames))) err = convert_history(m, d, block);
     if (!err.empty()) return err;
     b_.snapshot().blocks.push_back(block);
     return {};
+  }
+
+  // PyTorch before 2.1 kept a block's requested size (1.13) and stack (1.13, 2.0) only in its
+  // "history" of allocations, newest first: torch/cuda/_memory_viz.py's _block_extra_legacy
+  // reads the first entry's "real_size" and "frames", and so does this.
+  std::string convert_history(PickleMachine& m, const Container& d, Block& block) {
+    const Value* v = m.dict_get(d, k_history);
+    if (!v) return {};
+    const Container* list = m.container(*v);
+    if (!list || v->kind != Kind::list) return field_error("block", k_history, "a list of allocations", *v);
+    if (list->items.empty()) return {};
+    const Value& newest = list->items.front();
+    const Container* entry = m.container(newest);
+    if (!entry || newest.kind != Kind::dict)
+      return std::string("expected each entry of a block's 'history' to be a dict, found ") + kind_name(newest.kind);
+    std::string err;
+    if (!m.dict_get(d, k_requested_size)) err = get_u64(m, *entry, "block history", k_real_size, block.requested_size, true);
+    if (err.empty() && !m.dict_get(d, k_frames)) err = convert_stack(m, *entry, "block history", block.stack);
+    return err;
   }
 
  public:

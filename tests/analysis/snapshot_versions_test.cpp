@@ -17,6 +17,59 @@ std::string top_frame(const Snapshot& snap, StackId stack) {
   return frames.empty() ? std::string() : std::string(snap.str(snap.frames.get(frames.front()).name));
 }
 
+// PyTorch before 2.1: blocks carry no "requested_size" (1.13) and no "frames"; both are in
+// the block's "history", newest first, as torch/cuda/_memory_viz.py's _block_extra_legacy
+// reads them. The file is torch.cuda.memory_snapshot()'s bare list of segments.
+TEST(SnapshotVersionsTest, Pt113HistoryGivesRequestedBytesAndStacks) {
+  for (const char* name : {"snap_shape_pt113.pickle", "snap_shape_pt113.json"}) {
+    SCOPED_TRACE(name);
+    const Snapshot snap = load_fixture(name);
+    const Figures f = compute_figures(snap);
+    EXPECT_EQ(f.segments, 2u);
+    EXPECT_EQ(f.blocks, 5u);
+    EXPECT_EQ(f.trace_entries, 0u);
+    EXPECT_EQ(f.reserved_bytes, 23068672u);
+    EXPECT_EQ(f.allocated_bytes, 8389632u);
+    EXPECT_EQ(f.active_bytes, 8390144u);
+    // What was asked for: 1000 + 400 + 8000000 (history[0].real_size of the active blocks),
+    // not their rounded sizes; the allocated blocks' rounding is 24 + 388608.
+    EXPECT_EQ(f.requested_bytes, 8001400u);
+    EXPECT_EQ(f.internal_fragmentation_bytes, 388632u);
+    EXPECT_EQ(f.inactive_bytes, 14678528u);
+    EXPECT_EQ(f.largest_free_block, 12582912u);
+    ASSERT_EQ(snap.blocks.size(), 5u);
+    EXPECT_EQ(snap.blocks[0].address, 139637976727552u) << "blocks without an address follow one another";
+    EXPECT_EQ(snap.blocks[1].address, 139637976727552u + 1024);
+    EXPECT_EQ(top_frame(snap, snap.blocks[0].stack), "forward") << "the newest history entry's frames";
+    EXPECT_EQ(top_frame(snap, snap.blocks[1].stack), "step");
+    EXPECT_EQ(snap.blocks[3].requested_size, 8000000u);
+    EXPECT_EQ(snap.stack(snap.blocks[3].stack).size(), 0u) << "a history entry without frames";
+  }
+}
+
+// PyTorch 2.0: blocks have "requested_size" but their stacks are still in "history"; trace
+// entries have no "time_us", may carry "cpp_frames", and an OOM has "device_free", no "addr".
+TEST(SnapshotVersionsTest, Pt20TraceWithoutTimesAndAnOomWithDeviceFree) {
+  const Snapshot snap = load_fixture("snap_shape_pt20.pickle");
+  const Figures f = compute_figures(snap);
+  EXPECT_EQ(f.reserved_bytes, 2097152u);
+  EXPECT_EQ(f.requested_bytes, 500u);
+  EXPECT_EQ(f.internal_fragmentation_bytes, 12u);
+  EXPECT_EQ(top_frame(snap, snap.blocks[0].stack), "forward");
+  EXPECT_FALSE(snap.has_times);
+  ASSERT_EQ(snap.trace.size(), 6u);
+  EXPECT_EQ(f.actions[static_cast<int>(Action::alloc)], 2u);
+  EXPECT_EQ(f.actions[static_cast<int>(Action::free_completed)], 1u);
+  EXPECT_EQ(f.oom_entries, 1u);
+  EXPECT_EQ(snap.trace[5].time_us, 5) << "entries numbered in file order";
+  EXPECT_EQ(snap.trace[5].size, 85899345920u);
+  ASSERT_EQ(snap.oom_device_free.size(), 1u);
+  EXPECT_EQ(snap.oom_device_free[0], (std::pair<uint32_t, uint64_t>{5, 1048576}));
+  EXPECT_EQ(top_frame(snap, snap.trace[5].stack), "step");
+  EXPECT_EQ(f.peak_reserved_bytes, 2097152u);
+  EXPECT_EQ(f.peak_allocated_bytes, 1524u) << "500 live at the end, 1024 more before its free";
+}
+
 // The newest PyTorch: _annotate_memory() records an "annotate" entry on a live allocation;
 // pinned host memory has its own "host_segments"/"host_traces", which are not the device's.
 TEST(SnapshotVersionsTest, LatestAnnotateEntriesAndHostMemoryKeys) {
