@@ -16,6 +16,10 @@ constexpr size_t kHeadBytes = 1 << 20;
 constexpr std::string_view kTraceKeys[] = {"traceEvents",   "schemaVersion",  "deviceProperties", "baseTimeNanoseconds",
                                            "distributedInfo", "displayTimeUnit", "traceName",       "cudascope"};
 constexpr std::string_view kSnapshotKeys[] = {"segments", "device_traces", "allocator_settings", "external_annotations"};
+// A bare array is a trace's events or torch.cuda.memory_snapshot()'s list of segments: keys
+// only an event has, and keys only a segment has.
+constexpr std::string_view kEventKeys[] = {"ph", "ts", "dur", "pid", "tid", "cat"};
+constexpr std::string_view kSegmentKeys[] = {"total_size", "allocated_size", "active_size", "segment_type", "blocks"};
 
 // Position of `"key"` followed by optional space and ':', or npos.
 size_t key_position(std::string_view text, std::string_view key) {
@@ -48,8 +52,7 @@ Result<FileKind> detect_file_kind(util::PeekedInput& input) {
   if (first == head.size()) return LoadError{path, first, "expected an allocator snapshot or a trace, found an empty file"};
   const unsigned char c = static_cast<unsigned char>(head[first]);
   if (c == 0x80) return FileKind::snapshot;
-  if (c == '[') return FileKind::trace;
-  if (c != '{') {
+  if (c != '{' && c != '[') {
     char hex[8];
     std::snprintf(hex, sizeof hex, "%02x", c);
     return LoadError{path, first,
@@ -61,6 +64,11 @@ Result<FileKind> detect_file_kind(util::PeekedInput& input) {
     const size_t at = key_position(head, key);
     if (at < best) best = at, kind = k;
   };
+  if (c == '[') {
+    for (std::string_view key : kEventKeys) consider(key, FileKind::trace);
+    for (std::string_view key : kSegmentKeys) consider(key, FileKind::snapshot);
+    return kind;  // an empty array, or one of objects without those keys, reads as an empty trace
+  }
   for (std::string_view key : kTraceKeys) consider(key, FileKind::trace);
   for (std::string_view key : kSnapshotKeys) consider(key, FileKind::snapshot);
   if (best == std::string_view::npos)

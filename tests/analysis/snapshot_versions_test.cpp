@@ -6,6 +6,8 @@
 #include <cudascope/analysis/figures.h>
 #include <cudascope/analysis/file_kind.h>
 
+#include <fstream>
+
 namespace cudascope::analysis {
 namespace {
 
@@ -44,6 +46,27 @@ TEST(SnapshotVersionsTest, Pt113HistoryGivesRequestedBytesAndStacks) {
     EXPECT_EQ(top_frame(snap, snap.blocks[1].stack), "step");
     EXPECT_EQ(snap.blocks[3].requested_size, 8000000u);
     EXPECT_EQ(snap.stack(snap.blocks[3].stack).size(), 0u) << "a history entry without frames";
+  }
+}
+
+// torch.cuda.memory_snapshot() returns the bare list of segments; dumped as JSON it is an
+// array, as a trace's events may be: its first object's keys tell which.
+TEST(SnapshotVersionsTest, AJsonListOfSegmentsIsASnapshotAndAnArrayOfEventsATrace) {
+  const auto segments = detect_file_kind(data_path("snap_shape_pt113.json"));
+  ASSERT_TRUE(segments) << segments.error().message();
+  EXPECT_EQ(segments.value(), FileKind::snapshot);
+  for (const char* trace : {"chrome_plain.json", "kineto_shape_2022.json", "trace_golden.json"}) {
+    const auto kind = detect_file_kind(data_path(trace));
+    ASSERT_TRUE(kind) << kind.error().message();
+    EXPECT_EQ(kind.value(), FileKind::trace) << trace;
+  }
+  for (const std::string text : {"[]", "[\n  {\"name\": \"frame\", \"ph\": \"X\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1}]",
+                                 "[{\"device\": 0, \"address\": 4096, \"total_size\": 2097152, \"blocks\": []}]"}) {
+    const std::string path = ::testing::TempDir() + "/kind.json";
+    std::ofstream(path) << text;
+    const auto kind = detect_file_kind(path);
+    ASSERT_TRUE(kind) << kind.error().message();
+    EXPECT_EQ(kind.value(), text.find("total_size") != std::string::npos ? FileKind::snapshot : FileKind::trace) << text;
   }
 }
 

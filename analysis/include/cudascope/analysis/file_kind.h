@@ -1,10 +1,11 @@
 #pragma once
 // Telling an allocator snapshot from a trace by content (never by file name), so a command
-// given either can pick the loader: a pickle (first byte 0x80) is a snapshot; JSON is a
-// trace when it is a bare array or its first known top-level key is a trace's
-// ("traceEvents", Kineto's "schemaVersion"/"deviceProperties"/..., cudascope's header), a
-// snapshot when it is a snapshot's ("segments", "device_traces", ...). Gzip is looked
-// through. Reads only the first MiB.
+// given either can pick the loader: a pickle (first byte 0x80) is a snapshot; a JSON object
+// is a trace when its first known top-level key is a trace's ("traceEvents", Kineto's
+// "schemaVersion"/"deviceProperties"/..., cudascope's header), a snapshot when it is a
+// snapshot's ("segments", "device_traces", ...); a bare JSON array is a snapshot when its
+// first object is a segment (torch.cuda.memory_snapshot() dumped as JSON), else a trace's
+// events. Gzip is looked through. Reads only the first MiB.
 
 #include <cudascope/analysis/load_error.h>
 
