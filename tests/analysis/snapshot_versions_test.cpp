@@ -122,5 +122,21 @@ TEST(SnapshotVersionsTest, LatestAnnotateEntriesAndHostMemoryKeys) {
   }
 }
 
+// expandable_segments:True (2.1 on): the segment grows and shrinks by mapping pages; the peak
+// reserved is what was mapped at most, before the tail was unmapped.
+TEST(SnapshotVersionsTest, ExpandableSegmentMapsAndUnmapsGiveThePeaks) {
+  const Snapshot snap = load_fixture("snap_shape_expandable.pickle");
+  const Figures f = compute_figures(snap);
+  ASSERT_EQ(snap.segments.size(), 1u);
+  EXPECT_TRUE(snap.segments[0].is_expandable);
+  EXPECT_EQ(f.reserved_bytes, 4194304u);
+  EXPECT_EQ(f.requested_bytes, 3000000u);
+  EXPECT_EQ(f.actions[static_cast<int>(Action::segment_map)], 1u);
+  EXPECT_EQ(f.actions[static_cast<int>(Action::segment_unmap)], 1u);
+  EXPECT_EQ(f.actions[static_cast<int>(Action::snapshot)], 1u);
+  EXPECT_EQ(f.peak_reserved_bytes, 6291456u) << "6 MiB mapped before 2 MiB were unmapped";
+  EXPECT_EQ(f.peak_allocated_bytes, 4048576u) << "1048576 and 3000000 live together";
+}
+
 }  // namespace
 }  // namespace cudascope::analysis

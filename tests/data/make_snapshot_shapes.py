@@ -23,6 +23,9 @@ puts in it, read from PyTorch's sources:
   "host_traces" keys of record_pinned_host_memory (laid out here as segments and
   device_traces are; their entries are pinned host memory and must not count as a device's).
 
+- snap_shape_expandable.pickle: _snapshot() (2.1 on) under expandable_segments:True: an
+  expandable segment, segment_map / segment_unmap entries and a "snapshot" entry.
+
 Trace entries carry what was asked for ("size" of alloc and free entries is the requested
 size, as CUDACachingAllocator.cpp records it). The figures the tests expect are counted by
 hand from what is written here.
@@ -135,12 +138,44 @@ def latest():
     }
 
 
+def expandable():
+    # expandable_segments:True (2.1 on): one segment per stream grows and shrinks by mapping
+    # pages, recorded as segment_map / segment_unmap; a "snapshot" entry marks when _snapshot()
+    # was taken.
+    seg = {
+        "device": 0, "address": A, "total_size": 4194304, "allocated_size": 3145728, "active_size": 3145728,
+        "requested_size": 3000000, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+        "is_expandable": True, "frames": TRAIN,
+        "blocks": [
+            {"address": A, "size": 1048576, "requested_size": 0, "state": "inactive", "frames": []},
+            {"address": A + 1048576, "size": 3145728, "requested_size": 3000000, "state": "active_allocated", "frames": TRAIN},
+        ],
+    }
+
+    def entry(action, addr, size, t):
+        return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": t, "compile_context": "N/A",
+                "user_metadata": "", "frames": TRAIN}
+
+    trace = [
+        entry("segment_map", A, 6291456, 1000),
+        entry("alloc", A, 1048576, 1010),
+        entry("alloc", A + 1048576, 3000000, 1020),
+        entry("free_requested", A, 1048576, 1030),
+        entry("free_completed", A, 1048576, 1031),
+        entry("segment_unmap", A + 4194304, 2097152, 1040),
+        entry("snapshot", 0, 0, 1050),
+    ]
+    return {"segments": [seg], "device_traces": [trace],
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "expandable_segments": True}}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     files = {
         "snap_shape_pt113.pickle": (pt113(), 4),
         "snap_shape_pt20.pickle": (pt20(), 4),
         "snap_shape_latest.pickle": (latest(), 5),
+        "snap_shape_expandable.pickle": (expandable(), 4),
     }
     for name, (data, protocol) in files.items():
         with open(os.path.join(out, name), "wb") as f:
