@@ -212,12 +212,17 @@ TraceStats compute_stats(const TraceModel& model) {
   stats.cut_short = model.cut_short;
   stats.format = to_string(model.format);
   stats.notes = model.notes;
-  // Each category is read once (event_kind.h): a trace has few, and events many.
+  // Each category is read once (event_kind.h): a trace has few, and events many, in runs of one.
   std::unordered_map<std::uint32_t, EventKind> kinds;
+  std::uint32_t last_cat = kNoString;
+  EventKind last_kind = category_kind({});
   const auto kind_of = [&](const TraceModel::Event& e) {
+    if (e.cat == last_cat) return last_kind;
     const auto [it, added] = kinds.try_emplace(e.cat, EventKind::other);
     if (added) it->second = category_kind(model.cat(e));
-    return it->second;
+    last_cat = e.cat;
+    last_kind = it->second;
+    return last_kind;
   };
   ByName kernels, ranges, gpu_annotations, cpu_ops, api_calls, other;
   std::map<std::string, CopyStat> copies;
