@@ -28,6 +28,9 @@ std::string_view block_state_name(BlockState state) { return kBlockStateNames[st
 std::optional<BlockState> parse_block_state(std::string_view text) {
   for (size_t i = 0; i < kBlockStateNames.size(); ++i)
     if (kBlockStateNames[i] == text) return static_cast<BlockState>(i);
+  // The allocator writes "active_pending_free"; torch.cuda.memory._snapshot's docstring calls
+  // the same state "active_awaiting_free", and tools writing snapshots from it use that name.
+  if (text == "active_awaiting_free") return BlockState::active_pending_free;
   return std::nullopt;
 }
 

@@ -122,6 +122,33 @@ TEST(SnapshotVersionsTest, LatestAnnotateEntriesAndHostMemoryKeys) {
   }
 }
 
+// _snapshot's docstring types a block waiting for another stream as "active_awaiting_free";
+// the allocator writes "active_pending_free". Tools that write snapshots from the docstring's
+// types use the former: it is the same state, in the pickle and the JSON reader alike.
+TEST(SnapshotVersionsTest, DocstringsActiveAwaitingFreeIsActivePendingFree) {
+  for (const char* name : {"snap_shape_docstring.pickle", "snap_shape_docstring.json"}) {
+    SCOPED_TRACE(name);
+    const Snapshot snap = load_fixture(name);
+    ASSERT_EQ(snap.blocks.size(), 3u);
+    EXPECT_EQ(snap.blocks[1].state, BlockState::active_pending_free);
+    EXPECT_EQ(block_state_name(snap.blocks[1].state), "active_pending_free");
+    const Figures f = compute_figures(snap);
+    EXPECT_EQ(f.reserved_bytes, 2097152u);
+    EXPECT_EQ(f.allocated_bytes, 1024u);
+    EXPECT_EQ(f.active_bytes, 1536u);
+    // The waiting block still holds what was asked for (1000 + 400) and is not free memory.
+    EXPECT_EQ(f.requested_bytes, 1400u);
+    EXPECT_EQ(f.internal_fragmentation_bytes, 24u);
+    EXPECT_EQ(f.inactive_bytes, 2097152u - 1536u);
+    EXPECT_EQ(f.largest_free_block, 2097152u - 1536u);
+    EXPECT_EQ(f.trace_entries, 4u);
+    EXPECT_FALSE(snap.has_times) << "the docstring's TraceEntry has no time_us";
+    EXPECT_EQ(snap.segments[0].device, 0) << "nor does its Segment have a device";
+  }
+  EXPECT_EQ(parse_block_state("active_awaiting_free"), BlockState::active_pending_free);
+  EXPECT_EQ(parse_block_state("awaiting_free"), std::nullopt);
+}
+
 // expandable_segments:True (2.1 on): the segment grows and shrinks by mapping pages; the peak
 // reserved is what was mapped at most, before the tail was unmapped.
 TEST(SnapshotVersionsTest, ExpandableSegmentMapsAndUnmapsGiveThePeaks) {

@@ -25,6 +25,10 @@ puts in it, read from PyTorch's sources:
 
 - snap_shape_expandable.pickle: _snapshot() (2.1 on) under expandable_segments:True: an
   expandable segment, segment_map / segment_unmap entries and a "snapshot" entry.
+- snap_shape_docstring.pickle / .json: a snapshot with exactly the keys the TypedDicts in
+  _snapshot's docstring give (Segment without "device", TraceEntry without "time_us"), as
+  tools that write snapshots from those types do: a block waiting for another stream is
+  "active_awaiting_free" there, where the allocator itself writes "active_pending_free".
 
 Trace entries carry what was asked for ("size" of alloc and free entries is the requested
 size, as CUDACachingAllocator.cpp records it). The figures the tests expect are counted by
@@ -169,6 +173,25 @@ def expandable():
             "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "expandable_segments": True}}
 
 
+def docstring():
+    seg = {
+        "address": A, "total_size": 2097152, "stream": 0, "segment_type": "small",
+        "allocated_size": 1024, "active_size": 1536,
+        "blocks": [
+            {"size": 1024, "requested_size": 1000, "address": A, "state": "active_allocated", "frames": TRAIN},
+            {"size": 512, "requested_size": 400, "address": A + 1024, "state": "active_awaiting_free", "frames": OPT},
+            {"size": 2097152 - 1536, "requested_size": 0, "address": A + 1536, "state": "inactive", "frames": []},
+        ],
+    }
+    trace = [
+        {"action": "segment_alloc", "addr": A, "frames": TRAIN, "size": 2097152, "stream": 0},
+        {"action": "alloc", "addr": A, "frames": TRAIN, "size": 1000, "stream": 0},
+        {"action": "alloc", "addr": A + 1024, "frames": OPT, "size": 400, "stream": 0},
+        {"action": "free_requested", "addr": A + 1024, "frames": OPT, "size": 400, "stream": 0},
+    ]
+    return {"segments": [seg], "device_traces": [trace]}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     files = {
@@ -176,11 +199,13 @@ def main():
         "snap_shape_pt20.pickle": (pt20(), 4),
         "snap_shape_latest.pickle": (latest(), 5),
         "snap_shape_expandable.pickle": (expandable(), 4),
+        "snap_shape_docstring.pickle": (docstring(), 4),
     }
     for name, (data, protocol) in files.items():
         with open(os.path.join(out, name), "wb") as f:
             pickle.dump(data, f, protocol=protocol)
-    for name, data in {"snap_shape_pt113.json": pt113(), "snap_shape_latest.json": latest()}.items():
+    for name, data in {"snap_shape_pt113.json": pt113(), "snap_shape_latest.json": latest(),
+                       "snap_shape_docstring.json": docstring()}.items():
         with open(os.path.join(out, name), "w") as f:
             json.dump(data, f, indent=1)
 

@@ -42,6 +42,8 @@ std::optional<Action> parse_action(std::string_view text);
 
 enum class BlockState : uint8_t { active_allocated, active_pending_free, inactive };
 std::string_view block_state_name(BlockState state);
+// Both snapshot readers' one reading of state names; "active_awaiting_free" (the name in
+// torch.cuda.memory._snapshot's docstring) is active_pending_free.
 std::optional<BlockState> parse_block_state(std::string_view text);
 
 struct Block {
