@@ -1,5 +1,7 @@
 #include <cudascope/analysis/file_kind.h>
 
+#include "byte_order_mark.h"
+
 #include <cudascope/util/byte_source.h>
 
 #include <cctype>
@@ -47,7 +49,7 @@ Result<FileKind> detect_file_kind(util::PeekedInput& input) {
   const std::string& path = input.path();
   const std::string_view head = input.head(kHeadBytes);
   if (head.empty() && !input.error().empty()) return LoadError{path, 0, input.error()};
-  size_t first = 0;
+  size_t first = detail::byte_order_mark_length(head);
   while (first < head.size() && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
   if (first == head.size()) return LoadError{path, first, "expected an allocator snapshot or a trace, found an empty file"};
   const unsigned char c = static_cast<unsigned char>(head[first]);

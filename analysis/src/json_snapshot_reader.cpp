@@ -416,9 +416,8 @@ bool JsonDecoder::run(simdjson::ondemand::document& doc) {
   return true;
 }
 
-}  // namespace
-
-Result<Snapshot> read_json_snapshot(ByteReader& reader, const std::string& name, const LoadOptions& options) {
+// The document from the reader's position on; offsets count from there.
+Result<Snapshot> read_document(ByteReader& reader, const std::string& name, const LoadOptions& options) {
   // simdjson parses from one padded buffer: read (and gunzip) the whole stream first.
   std::vector<char> buffer;
   uint64_t next_report = 0;
@@ -445,6 +444,18 @@ Result<Snapshot> read_json_snapshot(ByteReader& reader, const std::string& name,
   if (!decoder.run(doc)) return decoder.error(name);
   if (decoder.missing_times) builder.number_entries_without_times();
   return builder.finish(length);
+}
+
+}  // namespace
+
+Result<Snapshot> read_json_snapshot(ByteReader& reader, const std::string& name, const LoadOptions& options) {
+  // The document may start past a byte-order mark: errors name the file's byte.
+  const uint64_t start = reader.offset();
+  Result<Snapshot> result = read_document(reader, name, options);
+  if (result.ok()) return result;
+  LoadError error = result.error();
+  error.offset += start;
+  return error;
 }
 
 }  // namespace cudascope::analysis::detail

@@ -1,5 +1,6 @@
 #include <cudascope/analysis/loader.h>
 
+#include "byte_order_mark.h"
 #include "snapshot_readers.h"
 
 #include <cudascope/util/byte_source.h>
@@ -12,16 +13,17 @@ namespace {
 
 Result<Snapshot> load(util::ByteSource& source, uint64_t budget, const std::string& name, const LoadOptions& options) {
   util::ByteReader reader(source, budget);
+  detail::skip_byte_order_mark(reader);
   if (!reader.ensure(1)) {
-    if (!reader.error().empty()) return LoadError{name, 0, reader.error()};
-    return LoadError{name, 0, "expected a snapshot (pickle or JSON), found an empty file"};
+    if (!reader.error().empty()) return LoadError{name, reader.offset(), reader.error()};
+    return LoadError{name, reader.offset(), "expected a snapshot (pickle or JSON), found an empty file"};
   }
   const auto first = static_cast<unsigned char>(*reader.data());
   if (first == 0x80) return detail::read_pickle_snapshot(reader, name, options, budget);
-  if (first == '{' || first == '[' || first == ' ' || first == '\n' || first == '\r' || first == '\t' || first == 0xef)
+  if (first == '{' || first == '[' || first == ' ' || first == '\n' || first == '\r' || first == '\t')
     return detail::read_json_snapshot(reader, name, options);
   static const char* digits = "0123456789abcdef";
-  return LoadError{name, 0,
+  return LoadError{name, reader.offset(),
                    std::string("expected a pickle (protocol 2-5, first byte 0x80) or a JSON object, found byte 0x") +
                        digits[first >> 4] + digits[first & 15]};
 }

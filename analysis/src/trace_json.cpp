@@ -1,5 +1,7 @@
 #include "trace_json.h"
 
+#include "byte_order_mark.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -51,6 +53,13 @@ bool JsonCursor::refill() {
   p_ = reader_.data();
   e_ = p_ + reader_.available();
   return more || p_ < e_;
+}
+
+void JsonCursor::skip_byte_order_mark() {
+  reader_.consume(static_cast<std::size_t>(p_ - reader_.data()));
+  detail::skip_byte_order_mark(reader_);
+  p_ = reader_.data();
+  e_ = p_ + reader_.available();
 }
 
 JsonStatus JsonCursor::fail(std::string message) {

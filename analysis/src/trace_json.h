@@ -39,6 +39,8 @@ class JsonCursor {
     }
   }
   void advance() { ++p_; }  // after peek_token() returned a byte
+  // Consumes a UTF-8 byte-order mark at the cursor (byte_order_mark.h): call where the text starts.
+  void skip_byte_order_mark();
   // Consumes `c` (after whitespace) or fails with "expected <what>".
   JsonStatus expect(char c, const char* what);
 

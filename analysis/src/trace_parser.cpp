@@ -88,6 +88,7 @@ JsonStatus TraceParser::run(TracePhase phase) {
 }
 
 JsonStatus TraceParser::root() {
+  cursor_.skip_byte_order_mark();
   const int c = cursor_.peek_token();
   if (c < 0) return JsonStatus::end;
   if (c == '[') {

@@ -2,9 +2,10 @@
 // kind (pickle snapshot, JSON snapshot, trace, rank summary) applies util::finish_input()
 // to gzip damage (bad CRC-32, bad length, missing trailer, trailing garbage) the way
 // `gzip -t` sees it; snapshot totals that cannot be are refused; names that are not UTF-8
-// still give JSON; inputs are read once (pipes).
+// still give JSON; inputs are read once (pipes); a UTF-8 byte-order mark before JSON is skipped.
 #include "snapshot_test_support.h"
 
+#include <cudascope/analysis/figures.h>
 #include <cudascope/analysis/file_kind.h>
 #include <cudascope/analysis/rank_summary.h>
 #include <cudascope/analysis/trace_loader.h>
@@ -269,6 +270,62 @@ TEST(ReaderIntegrityTest, APipeIsToldApartAndReadOnce) {
     writer.join();
     std::remove(fifo.c_str());
   }
+}
+
+// Editors and tools on Windows start UTF-8 text with a byte-order mark (EF BB BF); JSON lets a
+// parser ignore it (RFC 8259, section 8.1). Every JSON input is read past it, plain or gzip, to
+// the figures the same file gives without it, with nothing reported; offsets stay the file's.
+TEST(ReaderIntegrityTest, AUtf8ByteOrderMarkBeforeJsonIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  for (const char* name : {"trace_golden.json", "chrome_plain.json", "snap_small.json", "snap_shape_pt113.json"}) {
+    for (const bool gz : {false, true}) {
+      SCOPED_TRACE(std::string(name) + (gz ? ", gzip" : ", plain"));
+      const std::string path = temp_path(std::string("bom_") + name + (gz ? ".gz" : ""));
+      const std::string marked = bom + testing::read_file(data_path(name));
+      put_bytes(path, gz ? gzip(marked) : marked);
+      std::string error;
+      auto input = util::PeekedInput::open(path, UINT64_MAX, error);
+      ASSERT_NE(input, nullptr) << error;
+      const auto kind = detect_file_kind(*input);
+      ASSERT_TRUE(kind) << kind.error().message();
+      EXPECT_EQ(kind.value(), detect_file_kind(data_path(name)).value());
+      if (kind.value() == FileKind::trace) {
+        const TraceLoadResult with = load_trace(*input), without = load_trace(data_path(name));
+        ASSERT_TRUE(with.ok()) << with.error;
+        EXPECT_GT(with.model->event_count(), 0u);
+        EXPECT_EQ(with.model->event_count(), without.model->event_count());
+        EXPECT_EQ(format_stats(compute_stats(*with.model), StatsFormat::csv),
+                  format_stats(compute_stats(*without.model), StatsFormat::csv));
+        EXPECT_EQ(with.model->format_problems, without.model->format_problems) << "the mark is no problem";
+        EXPECT_EQ(with.model->notes, without.model->notes);
+        TraceFollower follower(path);
+        EXPECT_EQ(follower.poll(), static_cast<long long>(without.model->event_count())) << follower.error();
+        EXPECT_TRUE(follower.finished());
+      } else {
+        auto with = load_snapshot(*input);
+        ASSERT_TRUE(with) << with.error().message();
+        const Figures f = compute_figures(with.value()), g = compute_figures(testing::load_fixture(name));
+        EXPECT_GT(f.reserved_bytes, 0u);
+        EXPECT_EQ(f.segments, g.segments);
+        EXPECT_EQ(f.blocks, g.blocks);
+        EXPECT_EQ(f.trace_entries, g.trace_entries);
+        EXPECT_EQ(f.reserved_bytes, g.reserved_bytes);
+        EXPECT_EQ(f.allocated_bytes, g.allocated_bytes);
+        EXPECT_EQ(f.requested_bytes, g.requested_bytes);
+        EXPECT_EQ(f.peak_reserved_bytes, g.peak_reserved_bytes);
+      }
+      std::remove(path.c_str());
+    }
+  }
+  // Errors name the file's byte, the mark counted: 3 + 11 for the second '}' here.
+  const TraceLoadResult trace = load_trace_text(bom + R"([{"ph":"X"}}])", "bad.json");
+  EXPECT_EQ(trace.error, "bad.json: byte 14: expected ',' or ']' after event 0");
+  const std::string snapshot = R"({"segments": [], "device_traces": 7})";
+  const auto plain = load_snapshot_from_bytes(snapshot, "bad.json"), marked = load_snapshot_from_bytes(bom + snapshot, "bad.json");
+  ASSERT_FALSE(plain);
+  ASSERT_FALSE(marked);
+  EXPECT_EQ(marked.error().offset, plain.error().offset + 3);
+  EXPECT_EQ(marked.error().expected, plain.error().expected);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // Loads a trace file into a TraceModel: cudascope's traces, torch.profiler (Kineto) traces
 // and plain Chrome trace-event files (JSON object with "traceEvents", or a bare JSON array),
-// any formatting (compact, indented, any key order), plain or gzip.
+// any formatting (compact, indented, any key order, a UTF-8 byte-order mark first), plain or gzip.
 //
 // The file is streamed through a JSON parser (util::ByteReader): memory holds the model
 // and a small window, never the text. A file cut short (a killed process, a copy stopped
