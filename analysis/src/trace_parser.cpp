@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <charconv>
+
 namespace cudascope::analysis::detail {
 namespace {
 
@@ -9,6 +11,20 @@ constexpr std::size_t kMaxProblems = 200;
 constexpr std::uint64_t kProgressEvery = 1 << 16;
 
 bool is_number_start(int c) { return c == '-' || (c >= '0' && c <= '9'); }
+
+// A "pid" or "tid" string that is how a number is written ("1", "-3"; not "07", "+1", "Spans")
+// becomes that number: Chrome's trace viewer keys processes and threads by the text of their
+// id, so a writer's "1" and 1 are one process there. False (and `id` as it was) otherwise.
+bool read_as_number(TraceIdValue& id) {
+  const std::string_view text = id.text;
+  const std::string_view digits = text.substr(text.starts_with('-') ? 1 : 0);
+  if (!id.is_text || digits.empty() || (digits[0] == '0' && text != "0")) return false;
+  std::int64_t number = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (error != std::errc() || end != text.data() + text.size()) return false;
+  id = TraceIdValue{number, {}, false};
+  return true;
+}
 
 // The event members the model keeps, told apart by length first: this runs for every key.
 enum class Field : std::uint8_t { other, ph, name, cat, bp, scope, pid, tid, ts, dur, id, args };
@@ -342,9 +358,11 @@ JsonStatus TraceParser::event() {
       } else if (field == Field::pid) {
         d.has_pid = true;
         s = id_value(d.pid, pid_text_, "pid");
+        if (read_as_number(d.pid)) d.flags |= TraceModel::kFlagPidWasText;
       } else if (field == Field::tid) {
         d.has_tid = true;
         s = id_value(d.tid, tid_text_, "tid");
+        if (read_as_number(d.tid)) d.flags |= TraceModel::kFlagTidWasText;
       } else if (field == Field::ts) {
         s = time_value(d.ts_ns, d.has_ts, "ts");
       } else if (field == Field::dur) {

@@ -308,9 +308,9 @@ std::vector<std::string> validate_trace(const TraceModel& model) {
     if (e.ph != 'M') ++timed;
     if (own) {  // our writer promises numeric ids; other producers (Kineto's "Spans") use strings
       const TraceModel::Track& t = model.tracks()[e.track];
-      if (model.processes()[t.process].pid_text != kNoString)
+      if (model.processes()[t.process].pid_text != kNoString || (e.flags & TraceModel::kFlagPidWasText) != 0)
         problems.push_back("event " + std::to_string(i) + " (" + std::string(1, e.ph) + "): \"pid\" missing or not an integer");
-      if (t.tid_text != kNoString)
+      if (t.tid_text != kNoString || (e.flags & TraceModel::kFlagTidWasText) != 0)
         problems.push_back("event " + std::to_string(i) + " (" + std::string(1, e.ph) + "): \"tid\" missing or not an integer");
     }
     const auto where = [&] { return "event " + std::to_string(i) + " (" + std::string(1, e.ph) + " '" + std::string(model.name(e)) + "')"; };

@@ -206,3 +206,57 @@ TEST(TraceVersionsTest, TimesWrittenAsStringsAreReadAsTheirNumbersAndReported) {
                                                              "event 0: \"dur\" is a string, read as the number it holds",
                                                              "event 1: \"ts\" is not a number"}));
 }
+
+// A writer that formats some events' ids as text gives one process's pid as 1 here and "1"
+// there. Chrome's trace viewer keys processes and threads by their id's text (a JavaScript
+// object), so both are one process and one thread; so they are here. Strings that are not
+// how a number is written ("Spans", "07") stay ids of their own.
+TEST(TraceVersionsTest, APidOrTidWrittenAsADecimalStringIsTheProcessAndThreadOfThatNumber) {
+  auto loaded = analysis::load_trace_text(
+      R"([{"ph":"M","name":"process_name","pid":"1","tid":0,"args":{"name":"trainer"}},)"
+      R"( {"ph":"M","name":"thread_name","pid":1,"tid":"7","args":{"name":"main"}},)"
+      R"( {"ph":"B","name":"step","cat":"user_annotation","pid":1,"tid":7,"ts":10},)"
+      R"( {"ph":"X","name":"aten::mm","cat":"cpu_op","pid":"1","tid":"7","ts":12,"dur":3},)"
+      R"( {"ph":"E","pid":"1","tid":"7","ts":20},)"
+      R"( {"ph":"X","name":"aten::mm","cat":"cpu_op","pid":"Spans","tid":"07","ts":30,"dur":5}])",
+      "mixed");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const auto& model = *loaded.model;
+  ASSERT_EQ(model.processes().size(), 2u);
+  const auto& process = model.processes()[0];
+  EXPECT_EQ(process.pid, 1);
+  EXPECT_EQ(process.pid_text, analysis::kNoString);
+  EXPECT_EQ(model.string(process.name), "trainer");
+  EXPECT_EQ(model.string(model.processes()[1].pid_text), "Spans");
+  // One thread 7 (the process_name's tid 0 aside): the B written with numbers is closed by
+  // the E written with strings, and the X between them nests in it.
+  std::vector<const analysis::TraceModel::Track*> sevens;
+  for (const auto& track : model.tracks())
+    if (track.process == 0 && track.tid == 7) sevens.push_back(&track);
+  ASSERT_EQ(sevens.size(), 1u);
+  EXPECT_EQ(sevens[0]->tid_text, analysis::kNoString);
+  EXPECT_EQ(model.string(sevens[0]->name), "main");
+  ASSERT_EQ(sevens[0]->events.size(), 2u);
+  const auto& step = model.event(sevens[0]->events[0]);
+  EXPECT_EQ(model.name(step), "step");
+  EXPECT_EQ(step.dur_ns, 10000);
+  EXPECT_EQ(model.event(sevens[0]->events[1]).depth, 1);
+  EXPECT_EQ(model.string(model.tracks()[model.event(5).track].tid_text), "07");
+  const auto stats = analysis::compute_stats(model);
+  ASSERT_EQ(stats.cpu_ops.size(), 1u);
+  EXPECT_EQ(stats.cpu_ops[0].count, 2);
+  EXPECT_EQ(stats.cpu_ops[0].total_ns, 8000);
+  EXPECT_EQ(analysis::validate_trace(model), std::vector<std::string>{}) << "no E without its B";
+  // The viewer's rows: one process "trainer (1)" with one thread row of two lanes.
+  std::vector<std::string> rows;
+  for (const auto& row : analysis::TimelineIndex::build(model).rows()) rows.push_back(row.label + "/" + std::to_string(row.lanes));
+  EXPECT_EQ(rows, (std::vector<std::string>{"trainer (1)/1", "main/2", "process Spans/1", "thread 07/1"}));
+  // Our own writer promises numbers: there the text is still reported.
+  auto own = analysis::load_trace_text(
+      R"({"cudascope":{"source":"test"},"traceEvents":[{"ph":"X","name":"k","pid":"1","tid":1,"ts":3,"dur":1}],)"
+      R"("cudascopeSummary":{"complete":true}})",
+      "own");
+  ASSERT_TRUE(own.ok()) << own.error;
+  EXPECT_EQ(own.model->processes().size(), 1u);
+  EXPECT_EQ(analysis::validate_trace(*own.model), std::vector<std::string>{"event 0 (X): \"pid\" missing or not an integer"});
+}

@@ -68,6 +68,10 @@ class TraceModel {
   static constexpr std::uint8_t kFlagUnmatched = 4;     // E/e with no open B/b
   static constexpr std::uint8_t kFlagGlobalScope = 8;   // instant "s":"g"
   static constexpr std::uint8_t kFlagProcessScope = 16; // instant "s":"p"
+  // "pid" / "tid" written as a string holding a number ("1"): read as that number (its
+  // process and thread are those of 1), kept for checks of writers that promise numbers.
+  static constexpr std::uint8_t kFlagPidWasText = 32;
+  static constexpr std::uint8_t kFlagTidWasText = 64;
 
   // A process: "pid" and what the "M" events said of it.
   struct Process {
