@@ -1,11 +1,13 @@
 // The Qt models, headless (QT_QPA_PLATFORM=offscreen is not even needed: QtCore only),
 // each under QAbstractItemModelTester, with their figures checked against Python's.
+#include "huge_name_inputs.h"
 #include "nccl_rank_traces.h"
 #include "snapshot_test_support.h"
 #include "stack_frames_fixture.h"
 
 #include <cudascope/gui/allocator_states.h>
 #include <cudascope/gui/block_table_model.h>
+#include <cudascope/gui/capped_text.h>
 #include <cudascope/gui/compare_model.h>
 #include <cudascope/gui/event_details_model.h>
 #include <cudascope/gui/figures_model.h>
@@ -33,6 +35,8 @@
 #include <QDateTime>
 #include <QFile>
 #include <QFileInfo>
+#include <QLocale>
+#include <QSortFilterProxyModel>
 
 #include <zlib.h>
 
@@ -46,6 +50,8 @@ namespace {
 
 using analysis::testing::data_path;
 using analysis::testing::expected_stats;
+using testing::huge_name_trace;
+using testing::snapshot_json;
 
 std::shared_ptr<const LoadedSnapshot> load(const char* name) {
   return index_snapshot(analysis::testing::load_fixture(name));
@@ -1162,6 +1168,169 @@ TEST_F(GuiIssue23FollowTest, AStepThatEndsWhileFollowingIsOffWaitsUntilItIsOnAga
   EXPECT_TRUE(doc.unfinishedPaths().isEmpty());
   auto whole = open_together({r0, r1});
   EXPECT_EQ(doc.model().event_count(), whole.docs.front()->model().event_count());
+}
+
+// Names of any length (a broken or hostile file's): a cell shows the first kMaxLabelChars
+// of one and an ellipsis, its tooltip the first kMaxTooltipNameChars and the whole length,
+// and the raw role, FullTextRole (copying), filters and sorting read the whole name.
+
+QString cut_to(const std::string& name, qsizetype chars) {
+  return QString::fromStdString(name.substr(0, std::size_t(chars))) + QChar(0x2026);
+}
+
+void expect_bounded_tooltip(const QModelIndex& index, const std::string& whole) {
+  const QString tip = index.data(Qt::ToolTipRole).toString();
+  EXPECT_TRUE(tip.startsWith(cut_to(whole, kMaxTooltipNameChars))) << tip.left(80).toStdString();
+  EXPECT_TRUE(tip.endsWith(QStringLiteral("(%1 characters in all)").arg(QLocale().toString(qsizetype(whole.size())))))
+      << tip.right(80).toStdString();
+  EXPECT_LT(tip.size(), kMaxTooltipNameChars + 100);
+}
+
+TEST(GuiHugeNameTest, CappedCutsByUtf16UnitsAndNeverSplitsACharacter) {
+  const std::string ascii(1000, 'a');
+  EXPECT_EQ(capped(ascii, 10), QString(10, 'a') + QChar(0x2026));
+  EXPECT_EQ(capped(std::string_view("short"), 10), "short");
+  std::string euros, faces;  // 3 bytes and 1 UTF-16 unit each; 4 bytes and 2 units each
+  for (int i = 0; i < 100; ++i) euros += "\u20ac", faces += "\U0001F600";
+  EXPECT_EQ(capped(euros, 10), QString(10, QChar(0x20ac)) + QChar(0x2026));
+  EXPECT_EQ(capped(faces, 5), QString::fromUtf8("\U0001F600\U0001F600\u2026")) << "a pair is not split";
+  EXPECT_EQ(lengthNote(ascii, 1000), "");
+  EXPECT_EQ(lengthNote(ascii, 10), QStringLiteral("\n(%1 characters in all)").arg(QLocale().toString(1000)));
+  EXPECT_EQ(lengthNote(euros, 100), "") << "300 bytes, but 100 units: shown whole";
+  EXPECT_EQ(lengthNote(faces, 199), QStringLiteral("\n(100 characters in all)"));
+}
+
+TEST(GuiHugeNameTest, TraceCellsShowABoundedPrefixOfAHugeNameAndKeepItWhole) {
+  const std::string huge = "huge_" + std::string(2'000'000, 'x');
+  QTemporaryDir dir;
+  auto doc = open_trace(write_file(dir, "huge.json", huge_name_trace(huge)));
+  ASSERT_TRUE(doc);
+  const auto& m = doc->model();
+  quint32 kernel = EventDetailsModel::kNone;
+  for (quint32 i = 0; i < m.event_count(); ++i)
+    if (m.name(m.event(i)) == huge && m.cat(m.event(i)) == "kernel") kernel = i;
+  ASSERT_NE(kernel, EventDetailsModel::kNone);
+
+  EventDetailsModel details;
+  tester(&details);
+  details.setEvent(doc.get(), kernel);
+  EXPECT_EQ(details.value("Name"), cut_to(huge, kMaxLabelChars));
+  for (int r = 0; r < details.rowCount(); ++r) {
+    if (details.index(r, EventDetailsModel::Field).data().toString() != "Name") continue;
+    const QModelIndex value = details.index(r, EventDetailsModel::Value);
+    expect_bounded_tooltip(value, huge);
+    EXPECT_EQ(value.data(FullTextRole).toString().toStdString(), huge) << "copying takes the whole name";
+  }
+
+  RangeSummaryModel summary;
+  tester(&summary);
+  summary.setSummary(analysis::summarize_range(m, doc->index(), doc->index().begin_ns(), doc->index().end_ns()));
+  int huge_rows = 0;
+  for (int r = 0; r < summary.rowCount(); ++r) {
+    const QModelIndex name = summary.index(r, RangeSummaryModel::Name);
+    EXPECT_LE(name.data().toString().size(), kMaxLabelChars + 1);
+    if (name.data(Qt::UserRole).toString().toStdString() != huge) continue;
+    ++huge_rows;
+    EXPECT_EQ(name.data().toString(), cut_to(huge, kMaxLabelChars));
+    EXPECT_EQ(name.data(FullTextRole).toString().toStdString(), huge);
+    expect_bounded_tooltip(name, huge);
+  }
+  EXPECT_EQ(huge_rows, 2) << "the kernel and the annotation";
+}
+
+TEST(GuiHugeNameTest, TheSummarySortsByWholeNamesThatReadAlikeWhenCut) {
+  const std::string common(std::size_t(kMaxLabelChars) + 100, 'k');
+  analysis::RangeSummary s;
+  s.kernels = {{common + "b", 1, 30, 30, 30}, {common, 1, 20, 20, 20}, {common + "a", 1, 10, 10, 10}};
+  RangeSummaryModel model;
+  tester(&model);
+  model.setSummary(s);
+  EXPECT_EQ(model.index(0, RangeSummaryModel::Name).data(), model.index(2, RangeSummaryModel::Name).data()) << "cut alike";
+  QSortFilterProxyModel sorted;  // as the trace page sorts it
+  sorted.setSourceModel(&model);
+  sorted.setSortRole(RangeSummaryModel::SortRole);
+  sorted.sort(RangeSummaryModel::Name, Qt::AscendingOrder);
+  std::vector<std::string> order;
+  for (int r = 0; r < sorted.rowCount(); ++r)
+    order.push_back(sorted.index(r, RangeSummaryModel::Name).data(Qt::UserRole).toString().toStdString());
+  EXPECT_EQ(order, (std::vector<std::string>{common, common + "a", common + "b"}));
+  sorted.sort(RangeSummaryModel::Total, Qt::AscendingOrder);  // other columns: by their raw numbers
+  EXPECT_EQ(sorted.index(0, RangeSummaryModel::Total).data(Qt::UserRole).toLongLong(), 10);
+}
+
+std::shared_ptr<const LoadedSnapshot> load_json(const std::string& json) {
+  auto result = analysis::load_snapshot_from_bytes(json, "names.json");
+  EXPECT_TRUE(result) << (result ? "" : result.error().message());
+  return result ? index_snapshot(std::move(result).value()) : nullptr;
+}
+
+TEST(GuiHugeNameTest, SnapshotCellsShowABoundedPrefixOfAHugeFrameNameAndKeepItWhole) {
+  const std::string huge = "step_" + std::string(2'000'000, 'z');
+  auto loaded = load_json(snapshot_json({"train_step", huge}));
+  ASSERT_TRUE(loaded);
+  const QString shown = cut_to(huge, kMaxLabelChars) + " (train.py:13)";
+  TraceTableModel trace;
+  tester(&trace);
+  trace.setSnapshot(loaded);
+  const QModelIndex frame = trace.index(1, TraceTableModel::Frame);
+  EXPECT_EQ(frame.data().toString(), shown);
+  EXPECT_EQ(frame.data(FullTextRole).toString().toStdString(), huge + " (train.py:13)");
+  EXPECT_EQ(trace.index(1, TraceTableModel::Address).data(FullTextRole), trace.index(1, TraceTableModel::Address).data());
+  const QString tip = trace.index(1, 0).data(Qt::ToolTipRole).toString();
+  EXPECT_TRUE(tip.contains(shown)) << tip.left(80).toStdString();
+  EXPECT_LT(tip.size(), 4 * kMaxLabelChars);
+  // The filter reads the whole name: its end, past the cut, next to the location.
+  RecordFilter f;
+  f.frame_text = "zzz (train.py:13)";
+  trace.setFilter(f);
+  EXPECT_EQ(trace.rowCount(), 1);
+
+  BlockTableModel blocks;
+  tester(&blocks);
+  blocks.setSnapshot(loaded);
+  EXPECT_EQ(blocks.index(1, BlockTableModel::Frame).data().toString(), shown);
+
+  StackModel stack;
+  tester(&stack);
+  stack.setStack(loaded, loaded->snapshot->trace[1].stack);
+  ASSERT_EQ(stack.rowCount(), 1);
+  EXPECT_EQ(stack.index(0).data().toString(), shown);
+  expect_bounded_tooltip(stack.index(0), huge);
+  EXPECT_TRUE(stack.copyText().contains(QString::fromStdString(huge + " (train.py:13)"))) << "Copy takes the whole stack";
+
+  CompareModel compare;
+  tester(&compare);
+  compare.setComparison(analysis::compare_snapshots(*load_json(snapshot_json({"train_step"}))->snapshot, *loaded->snapshot));
+  int huge_rows = 0;
+  for (int r = 0; r < compare.rowCount(); ++r) {
+    const QModelIndex group = compare.index(r, CompareModel::Frame);
+    EXPECT_LE(group.data().toString().size(), kMaxLabelChars + 1);
+    if (group.data(Qt::UserRole).toString().size() <= kMaxLabelChars) continue;
+    ++huge_rows;
+    EXPECT_EQ(group.data().toString(), cut_to(huge, kMaxLabelChars));
+    EXPECT_TRUE(group.data(Qt::ToolTipRole).toString().endsWith("characters in all)"));
+  }
+  EXPECT_EQ(huge_rows, 1);
+}
+
+TEST(GuiHugeNameTest, FrameColumnsSortByWholeNamesThatReadAlikeWhenCut) {
+  const std::string common(std::size_t(kMaxLabelChars) + 100, 'k');
+  auto loaded = load_json(snapshot_json({common + "b", common, common + "a"}));
+  ASSERT_TRUE(loaded);
+  TraceTableModel trace;
+  tester(&trace);
+  trace.setSnapshot(loaded);
+  EXPECT_EQ(trace.index(0, TraceTableModel::Frame).data().toString().section(QChar(0x2026), 0, 0),
+            trace.index(2, TraceTableModel::Frame).data().toString().section(QChar(0x2026), 0, 0))
+      << "cut alike";
+  for (Qt::SortOrder order : {Qt::AscendingOrder, Qt::DescendingOrder}) {
+    trace.sort(TraceTableModel::Frame, order);
+    std::vector<qulonglong> lines;  // the frames' lines name them: 12 is "b", 13 the common part, 14 "a"
+    for (int r = 0; r < trace.rowCount(); ++r)
+      lines.push_back(trace.index(r, TraceTableModel::Frame).data(Qt::UserRole).toString().section(':', -1).chopped(1).toULongLong());
+    const std::vector<qulonglong> want = order == Qt::AscendingOrder ? std::vector<qulonglong>{13, 14, 12} : std::vector<qulonglong>{12, 14, 13};
+    EXPECT_EQ(lines, want);
+  }
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // The real viewer window on an X server (Xvfb under ctest): opens the H200 fixture, shows
 // each view, saves screenshots as test artifacts and checks they hold drawn content.
+#include "huge_name_inputs.h"
 #include "main_window.h"
 #include "nccl_rank_traces.h"
 #include "screenshot_run.h"
 
+#include <cudascope/gui/capped_text.h>
 #include <cudascope/gui/event_details_model.h>
 #include <cudascope/gui/range_summary_model.h>
 #include <cudascope/gui/trace_page.h>
@@ -22,6 +24,7 @@
 
 #include <QApplication>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDateTime>
 #include <QFile>
@@ -1267,6 +1270,130 @@ TEST(GuiScreenshotTest, AScreenshotRunFailsWhenNoEventIsNamedAsAsked) {
   EXPECT_EQ(past, 1);
   EXPECT_TRUE(past_why.startsWith("--match 100000: only ")) << past_why.toStdString();
   EXPECT_FALSE(QFile::exists(png));
+}
+
+// Memory of the process in KiB, from /proc/self/status ("VmRSS:", "VmHWM:"); -1 when unread.
+long status_kib(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
+  return -1;
+}
+
+// Starts measuring the peak anew: writing 5 to clear_refs sets VmHWM to the current RSS
+// (Linux 4.0 on); false where that is not possible.
+bool reset_peak_memory() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const long peak = status_kib("VmHWM:"), now = status_kib("VmRSS:");
+  return peak >= 0 && now >= 0 && peak <= now + 1024;
+}
+
+// Asks every cell of `view` for its tooltip, as hovering each would.
+void hover_every_cell(const QAbstractItemView* view) {
+  const QAbstractItemModel* model = view->model();
+  for (int r = 0; r < model->rowCount(); ++r)
+    for (int c = 0; c < model->columnCount(); ++c) EXPECT_LT(model->index(r, c).data(Qt::ToolTipRole).toString().size(), 2 * kMaxTooltipNameChars);
+}
+
+// What opening the views of a 40 MB name may add to the peak, beyond the copies of the name
+// the data holds: each view shows a screen's worth of it (laid out whole, in the details and
+// the range summary, it took over 1.3 GB). Memory rather than time, so that a loaded machine
+// does not fail the test.
+constexpr long kHugeNameBudgetKiB = 64 * 1024;
+
+// The peak since reset_peak_memory() above `base`, in KiB.
+long peak_added(long base) { return status_kib("VmHWM:") - base; }
+
+TEST(GuiHugeNameWindowTest, EveryViewOfAFortyMegabyteTraceNameOpensWithinAMemoryBudget) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  const std::string huge = "huge_name_" + std::string(40'000'000, 'x');
+  const QString path = dir.filePath("huge.json");
+  std::ofstream(path.toStdString()) << testing::huge_name_trace(huge);
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  TracePage* page = open_trace(w, path);
+  ASSERT_NE(page, nullptr) << w.lastError().toStdString();
+
+  // Selecting it: the timeline zooms to it, the details show it. They keep one copy of the
+  // name, for copying it.
+  if (!reset_peak_memory()) GTEST_SKIP() << "the peak memory cannot be reset here (/proc/self/clear_refs)";
+  long base = status_kib("VmRSS:");
+  page->searchBox()->setText("huge_name");
+  ASSERT_TRUE(page->findNext());
+  w.grab();
+  hover_every_cell(qobject_cast<QTableView*>(page->panels()->widget(0)));
+  EXPECT_EQ(page->details()->value("Name").size(), kMaxLabelChars + 1);
+  std::printf("selecting a 40 MB name added %.1f MiB to the peak\n", double(peak_added(base)) / 1024);
+  EXPECT_LT(peak_added(base), long(huge.size() / 1024) + kHugeNameBudgetKiB);
+
+  // The range summary, once computed (its rows hold the kernel's and the annotation's names),
+  // shown, sorted by name and hovered.
+  QSignalSpy summarised(page, &TracePage::summaryReady);
+  page->view()->setSelectedRange(page->document()->index().begin_ns(), page->document()->index().end_ns());
+  ASSERT_TRUE(summarised.wait(60000));
+  ASSERT_TRUE(reset_peak_memory());
+  base = status_kib("VmRSS:");
+  auto* summary = qobject_cast<QTableView*>(page->panels()->widget(1));
+  ASSERT_NE(summary, nullptr);
+  ASSERT_EQ(summary->model()->rowCount(), 4) << "the stream, both kernels and the annotation";
+  page->panels()->setCurrentWidget(summary);
+  summary->sortByColumn(RangeSummaryModel::Name, Qt::AscendingOrder);
+  w.grab();
+  hover_every_cell(summary);
+  std::printf("showing a 40 MB name in the range summary added %.1f MiB to the peak\n", double(peak_added(base)) / 1024);
+  EXPECT_LT(peak_added(base), kHugeNameBudgetKiB);
+
+  // Ctrl+C copies a cell's whole text, not the prefix it shows.
+  QApplication::clipboard()->clear();
+  summary->setFocus();
+  for (int r = 0; r < summary->model()->rowCount(); ++r) {
+    if (summary->model()->index(r, RangeSummaryModel::Name).data(Qt::UserRole).toString().size() != qsizetype(huge.size())) continue;
+    summary->setCurrentIndex(summary->model()->index(r, RangeSummaryModel::Name));
+    QTest::keyClick(summary, Qt::Key_C, Qt::ControlModifier);
+    const QString copied = QApplication::clipboard()->text();
+    EXPECT_EQ(copied.size(), qsizetype(huge.size()));
+    EXPECT_TRUE(copied.toStdString() == huge);
+    break;
+  }
+}
+
+TEST(GuiHugeNameWindowTest, EveryViewOfAFortyMegabyteFrameNameOpensWithinAMemoryBudget) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  const std::string huge = "huge_name_" + std::string(40'000'000, 'x');
+  const QString path = dir.filePath("huge_snapshot.json");
+  std::ofstream(path.toStdString()) << testing::snapshot_json({"train_step", huge, "eval_step"});
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  w.openFile(path);
+  ASSERT_TRUE(wait_for(&w, SIGNAL(snapshotShown()))) << w.lastError().toStdString();
+  SnapshotPage* page = w.snapshotPage();
+  QApplication::processEvents();
+  if (!reset_peak_memory()) GTEST_SKIP() << "the peak memory cannot be reset here (/proc/self/clear_refs)";
+  const long base = status_kib("VmRSS:");
+
+  for (int t = 0; t < page->tabs()->count(); ++t) {
+    page->tabs()->setCurrentIndex(t);
+    w.grab();
+  }
+  for (RecordTablePage* table : {page->traceTable(), page->blockTable()}) {
+    page->tabs()->setCurrentWidget(table);
+    table->table()->selectRow(1);  // the allocation from the huge frame: its stack is pinned
+    // By the Frame column: eval_step, the huge name, train_step; the huge one stays second.
+    table->table()->sortByColumn(table->model()->columnCount() - 1, Qt::AscendingOrder);
+    w.grab();
+    hover_every_cell(table->table());
+    EXPECT_EQ(table->model()->index(1, table->model()->columnCount() - 1).data().toString().size(),
+              kMaxLabelChars + 1 + QStringLiteral(" (train.py:13)").size());
+  }
+  hover_every_cell(page->stackPanel()->list());
+  std::printf("opening the views of a 40 MB frame name added %.1f MiB to the peak\n", double(peak_added(base)) / 1024);
+  EXPECT_LT(peak_added(base), kHugeNameBudgetKiB);
 }
 
 }  // namespace

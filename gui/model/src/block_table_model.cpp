@@ -35,7 +35,7 @@ QVariant BlockTableModel::raw(uint32_t r, int column) const {
     case Requested: return qulonglong(b.requested_size);
     case State: return int(b.state);
     case Stream: return qulonglong(snap().stream_value(snap().segments[b.segment].stream));
-    case Frame: return frameText(b.stack);
+    case Frame: return fullFrameText(b.stack);
   }
   return {};
 }
@@ -50,7 +50,7 @@ bool BlockTableModel::less(uint32_t a, uint32_t b, int column) const {
     case Requested: return x.requested_size < y.requested_size;
     case State: return x.state < y.state;
     case Stream: return snap().segments[x.segment].stream < snap().segments[y.segment].stream;
-    case Frame: return frameText(x.stack) < frameText(y.stack);
+    case Frame: return frameLess(x.stack, y.stack);  // by the whole frame (loaded_snapshot.h)
   }
   return false;
 }

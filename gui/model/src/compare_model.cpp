@@ -1,5 +1,6 @@
 #include <cudascope/gui/compare_model.h>
 
+#include <cudascope/gui/capped_text.h>
 #include <cudascope/gui/record_table_model.h>
 
 namespace cudascope::gui {
@@ -22,9 +23,17 @@ int CompareModel::columnCount(const QModelIndex& parent) const { return parent.i
 QVariant CompareModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
   const auto& r = comparison_.rows[static_cast<size_t>(index.row())];
+  if (index.column() == Frame) {  // a frame's or an NVTX range's name: cut in the cell, whole in the raw role
+    switch (role) {
+      case Qt::DisplayRole: return capped(r.frame, kMaxLabelChars);
+      case Qt::ToolTipRole: return cappedTooltip(r.frame);
+      case Qt::UserRole:
+      case FullTextRole: return QString::fromStdString(r.frame);
+      default: return {};
+    }
+  }
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case Frame: return QString::fromStdString(r.frame);
       case BytesA: return formatBytes(r.bytes_a);
       case BytesB: return formatBytes(r.bytes_b);
       case Delta: return (r.delta() >= 0 ? "+" : "-") + formatBytes(uint64_t(std::llabs(r.delta())));
@@ -33,7 +42,6 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
     }
   } else if (role == Qt::UserRole) {
     switch (index.column()) {
-      case Frame: return QString::fromStdString(r.frame);
       case BytesA: return qulonglong(r.bytes_a);
       case BytesB: return qulonglong(r.bytes_b);
       case Delta: return qlonglong(r.delta());

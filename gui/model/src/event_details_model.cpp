@@ -1,6 +1,7 @@
 #include <cudascope/gui/event_details_model.h>
 
 #include <cudascope/analysis/rank_summary.h>
+#include <cudascope/gui/capped_text.h>
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -27,8 +28,6 @@ QString json_text(const QJsonValue& v) {
   if (v.isNull()) return "null";
   return v.toString();
 }
-
-QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 // The ranks (as numbered in their traces) that share a collective's communicator: "2, 3"; a long
 // list ends with how many there are.
@@ -95,35 +94,46 @@ void EventDetailsModel::setEvent(TraceDocument* doc, quint32 event) {
     const auto& m = doc->model();
     const auto& e = m.event(event_);
     const auto& track = m.tracks()[e.track];
-    rows_.push_back({"Name", view(m.name(e))});
-    rows_.push_back({"Category", view(m.cat(e))});
-    rows_.push_back({"Row", QString::fromStdString(m.process_label(track.process) + " / " + m.track_label(e.track))});
-    rows_.push_back({"Start", formatDuration(e.ts_ns - doc->index().begin_ns()) + " after the trace start"});
-    if (e.dur_ns >= 0) rows_.push_back({"Duration", formatDuration(e.dur_ns)});
-    else if (e.is_slice()) rows_.push_back({"Duration", "never closed"});
-    rows_.push_back({"Depth", QString::number(e.depth)});
+    add("Name", m.name(e));
+    add("Category", m.cat(e));
+    add("Row", m.process_label(track.process) + " / " + m.track_label(e.track));
+    add("Start", formatDuration(e.ts_ns - doc->index().begin_ns()) + " after the trace start");
+    if (e.dur_ns >= 0) add("Duration", formatDuration(e.dur_ns));
+    else if (e.is_slice()) add("Duration", QStringLiteral("never closed"));
+    add("Depth", QString::number(e.depth));
     const QJsonObject args = QJsonDocument::fromJson(QByteArray::fromStdString(std::string(m.args_json(e)))).object();
-    if (const QString pairing = pairing_of(*doc, event_); !pairing.isEmpty()) rows_.push_back({"Paired across ranks by", pairing});
+    if (const QString pairing = pairing_of(*doc, event_); !pairing.isEmpty()) add("Paired across ranks by", pairing);
     // What a CUDA user looks for first, under the names people use.
     const std::pair<const char*, const char*> first[] = {{"correlation", "Correlation"}, {"grid", "Grid"}, {"block", "Block"},
                                                          {"bytes", "Bytes"}, {"stream", "Stream"}, {"device", "Device"}};
     for (const auto& [key, label] : first)
-      if (args.contains(key)) rows_.push_back({label, json_text(args.value(key))});
+      if (args.contains(key)) add(label, json_text(args.value(key)));
     for (auto it = args.begin(); it != args.end(); ++it) {
       bool shown = false;
       for (const auto& [key, label] : first) shown |= it.key() == key;
-      if (!shown) rows_.push_back({it.key(), json_text(it.value())});
+      if (!shown) add(it.key(), json_text(it.value()));
     }
     for (std::uint32_t f : doc->index().flows_of(m, event_)) {
       const auto& flow = m.flows()[f];
       const bool outgoing = flow.from_slice == event_;
       const quint32 other = outgoing ? flow.to_slice : flow.from_slice;
-      const QString what = other == kNone ? QStringLiteral("(unbound)") : view(m.name(m.event(other)));
-      rows_.push_back({outgoing ? QStringLiteral("Flow to") : QStringLiteral("Flow from"),
-                       what + " [" + view(m.string(flow.cat)) + " " + QString::number(flow.id) + "]", other});
+      std::string what = other == kNone ? "(unbound)" : std::string(m.name(m.event(other)));
+      what += " [" + std::string(m.string(flow.cat)) + " " + std::to_string(flow.id) + "]";
+      add(outgoing ? QStringLiteral("Flow to") : QStringLiteral("Flow from"), what, other);
     }
   }
   endResetModel();
+}
+
+void EventDetailsModel::add(QString field, std::string_view value, quint32 target) {
+  Row row{capped(std::move(field), kMaxLabelChars), capped(value, kMaxLabelChars), target, {}};
+  if (value.size() > std::size_t(kMaxLabelChars)) row.whole.assign(value);  // kept as UTF-8: half a QString's size
+  rows_.push_back(std::move(row));
+}
+
+void EventDetailsModel::add(QString field, const QString& value) {
+  if (value.size() > kMaxLabelChars) return add(std::move(field), value.toStdString());
+  rows_.push_back({capped(std::move(field), kMaxLabelChars), value});
 }
 
 QString EventDetailsModel::value(const QString& field) const {
@@ -138,7 +148,10 @@ int EventDetailsModel::columnCount(const QModelIndex& parent) const { return par
 QVariant EventDetailsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
   const Row& r = rows_[size_t(index.row())];
-  if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return index.column() == Field ? r.field : r.value;
+  const bool cut = index.column() == Value && !r.whole.empty();
+  if (role == Qt::DisplayRole) return index.column() == Field ? r.field : r.value;
+  if (role == Qt::ToolTipRole) return cut ? cappedTooltip(r.whole) : data(index, Qt::DisplayRole);
+  if (role == FullTextRole) return cut ? QString::fromStdString(r.whole) : data(index, Qt::DisplayRole);
   if (role == Qt::UserRole) return r.target == kNone ? QVariant() : QVariant(r.target);
   return {};
 }

@@ -3,6 +3,7 @@
 #include <cudascope/analysis/cpp_names.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace cudascope::gui {
 
@@ -49,18 +50,30 @@ EventOrderTimelines build_event_order_timelines(const LoadedSnapshot& loaded) {
   return out;
 }
 
-QString LoadedSnapshot::userFrameText(analysis::StackId stack) const {
+QString LoadedSnapshot::userFrameText(analysis::StackId stack, qsizetype max_chars) const {
   const auto frame = frames->user_frame(stack);
-  return frame ? QString::fromStdString(snapshot->frame_text(*frame)) : QString();
+  if (!frame) return {};
+  // As analysis::Snapshot::frame_text() writes it, from the parts each cut.
+  const analysis::Frame& f = snapshot->frames.get(*frame);
+  return capped(snapshot->str(f.name), max_chars) + " (" + capped(snapshot->str(f.filename), max_chars) + ":" +
+         QString::number(f.line) + ")";
 }
 
-QString LoadedSnapshot::frameLabel(analysis::FrameId id, bool full) const {
+bool LoadedSnapshot::userFrameLess(analysis::StackId a, analysis::StackId b) const {
+  const auto x = frames->user_frame(a), y = frames->user_frame(b);
+  if (!x || !y) return !x && y;
+  const analysis::Frame& fx = snapshot->frames.get(*x);
+  const analysis::Frame& fy = snapshot->frames.get(*y);
+  const auto key = [this](const analysis::Frame& f) { return std::tuple(snapshot->str(f.name), snapshot->str(f.filename), f.line); };
+  return key(fx) < key(fy);
+}
+
+QString LoadedSnapshot::frameLabel(analysis::FrameId id, bool full, qsizetype max_chars) const {
   const analysis::Frame& f = snapshot->frames.get(id);
   const std::string_view name = snapshot->str(f.name), file = snapshot->str(f.filename);
-  QString text = full ? QString::fromUtf8(name.data(), qsizetype(name.size()))
-                      : QString::fromStdString(analysis::shorten_cpp_name(name));
+  QString text = full ? capped(name, max_chars) : cappedShortName(name, max_chars);
   if (!full && (file.empty() || file == "??") && f.line == 0) return text;  // a C++ frame without a location
-  return text + " (" + QString::fromUtf8(file.data(), qsizetype(file.size())) + ":" + QString::number(f.line) + ")";
+  return text + " (" + capped(file, max_chars) + ":" + QString::number(f.line) + ")";
 }
 
 bool LoadedSnapshot::dispatcherFrame(analysis::FrameId id) const {
@@ -117,7 +130,7 @@ QString LoadedSnapshot::stackText(analysis::StackId stack, int max_lines) const 
 
 QString LoadedSnapshot::fullStackText(analysis::StackId stack) const {
   QString text;
-  for (analysis::FrameId f : snapshot->stack(stack)) text += frameLabel(f, true) + '\n';
+  for (analysis::FrameId f : snapshot->stack(stack)) text += frameLabel(f, true, kWhole) + '\n';
   return text;
 }
 

@@ -1,17 +1,65 @@
 #include <cudascope/gui/range_summary_model.h>
 
+#include <cudascope/gui/capped_text.h>
 #include <cudascope/gui/event_details_model.h>
 
 #include <cudascope/analysis/cpp_names.h>
 
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
+#include <numeric>
+
 namespace cudascope::gui {
+namespace {
+
+// A Name cell's text uncut: kernel names as Nsight shows them, stream labels as they are.
+std::string shown_whole(const std::string& name, bool is_stream) { return is_stream ? name : analysis::shorten_cpp_name(name); }
+
+}  // namespace
 
 void RangeSummaryModel::setSummary(analysis::RangeSummary summary) {
   beginResetModel();
   summary_ = std::move(summary);
+  shown_.assign(std::size_t(rowCount()), QString());
+  name_rank_.clear();
   endResetModel();
+}
+
+const std::string& RangeSummaryModel::nameOf(std::size_t row) const {
+  if (row < summary_.streams.size()) return summary_.streams[row].label;
+  row -= summary_.streams.size();
+  return row < summary_.kernels.size() ? summary_.kernels[row].name : summary_.ranges[row - summary_.kernels.size()].name;
+}
+
+QString RangeSummaryModel::shownName(std::size_t row) const {
+  // Made once per row: shortening reads the whole name, too slow for every repaint of a
+  // name of megabytes.
+  QString& text = shown_[row];
+  if (text.isNull()) text = row < summary_.streams.size() ? capped(nameOf(row), kMaxLabelChars) : cappedShortName(nameOf(row), kMaxLabelChars);
+  return text;
+}
+
+std::uint32_t RangeSummaryModel::nameRank(std::size_t row) const {
+  if (name_rank_.empty()) {
+    std::vector<std::uint32_t> order(shown_.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [this](std::uint32_t a, std::uint32_t b) { return nameOf(a) < nameOf(b); });
+    name_rank_.resize(order.size());
+    for (std::uint32_t k = 0; k < order.size(); ++k) name_rank_[order[k]] = k;
+  }
+  return name_rank_[row];
+}
+
+QVariant RangeSummaryModel::nameData(std::size_t row, int role) const {
+  switch (role) {
+    case Qt::DisplayRole: return shownName(row);
+    case Qt::ToolTipRole: return cappedTooltip(nameOf(row));  // the full signature of a kernel
+    case Qt::UserRole: return QString::fromStdString(nameOf(row));
+    case SortRole: return nameRank(row);
+    case FullTextRole: return QString::fromStdString(shown_whole(nameOf(row), row < summary_.streams.size()));
+    default: return {};
+  }
 }
 
 int RangeSummaryModel::rowCount(const QModelIndex& parent) const {
@@ -23,6 +71,8 @@ int RangeSummaryModel::columnCount(const QModelIndex& parent) const { return par
 
 QVariant RangeSummaryModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  if (index.column() == Name) return nameData(std::size_t(index.row()), role);
+  if (role == SortRole) role = Qt::UserRole;
   if (role != Qt::DisplayRole && role != Qt::UserRole && role != Qt::ToolTipRole) return {};
   const bool raw = role == Qt::UserRole;
   size_t r = size_t(index.row());
@@ -31,7 +81,6 @@ QVariant RangeSummaryModel::data(const QModelIndex& index, int role) const {
     const auto& s = summary_.streams[r];
     switch (c) {
       case Kind: return QStringLiteral("stream");
-      case Name: return QString::fromStdString(s.label);
       case Count: return raw ? QVariant(qulonglong(s.events)) : QVariant(QString::number(s.events));
       case Total: return raw ? QVariant(qlonglong(s.busy_ns)) : QVariant(formatDuration(s.busy_ns));
       case Busy: {
@@ -48,9 +97,6 @@ QVariant RangeSummaryModel::data(const QModelIndex& index, int role) const {
   const qint64 mean = n.count ? qint64(n.total_ns / qint64(n.count)) : 0;
   switch (c) {
     case Kind: return is_kernel ? QStringLiteral("kernel") : QStringLiteral("range");
-    case Name:
-      // Kernel names as Nsight shows them; the full signature on hover and in the raw role.
-      return role == Qt::DisplayRole ? QString::fromStdString(analysis::shorten_cpp_name(n.name)) : QString::fromStdString(n.name);
     case Count: return raw ? QVariant(qulonglong(n.count)) : QVariant(QString::number(n.count));
     case Total: return raw ? QVariant(qlonglong(n.total_ns)) : QVariant(formatDuration(n.total_ns));
     case Mean: return raw ? QVariant(mean) : QVariant(formatDuration(mean));

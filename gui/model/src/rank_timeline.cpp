@@ -1,5 +1,7 @@
 #include <cudascope/gui/rank_timeline.h>
 
+#include <cudascope/gui/capped_text.h>
+
 #include <cudascope/analysis/trace_loader.h>
 #include <cudascope/util/json_escape.h>
 
@@ -34,7 +36,7 @@ void append_us(std::string& out, std::int64_t ns) {
 
 QString RankGroup::label() const {
   QString text = QStringLiteral("rank %1").arg(rank);
-  if (!host.empty()) text += QStringLiteral(" (%1)").arg(QString::fromStdString(host));
+  if (!host.empty()) text += QStringLiteral(" (%1)").arg(capped(std::string_view(host), kMaxLabelChars));  // drawn at every repaint
   return text;
 }
 
@@ -104,10 +106,11 @@ QStringList communicator_names(const std::vector<analysis::CommunicatorCollectiv
   QStringList names;
   for (const auto& c : communicators) {
     if (c.name.empty()) continue;
-    QString text = QString::fromStdString(c.name);
+    // Names from the traces, drawn in the rank's header at every repaint: each cut.
+    QString text = capped(std::string_view(c.name), kMaxLabelChars);
     QStringList about;
-    if (!c.description.empty()) about << QString::fromStdString(c.description);
-    if (!c.members.empty()) about << QString::fromStdString(c.members);
+    if (!c.description.empty()) about << capped(std::string_view(c.description), kMaxLabelChars);
+    if (!c.members.empty()) about << capped(std::string_view(c.members), kMaxLabelChars);
     if (!about.isEmpty()) text += QStringLiteral(" (%1)").arg(about.join(' '));
     names << text;
   }

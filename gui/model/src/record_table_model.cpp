@@ -56,6 +56,8 @@ bool RecordTableModel::stackMatches(analysis::StackId stack) const {
 
 QString RecordTableModel::frameText(analysis::StackId stack) const { return loaded_->userFrameText(stack); }
 
+QString RecordTableModel::fullFrameText(analysis::StackId stack) const { return loaded_->userFrameText(stack, kWhole); }
+
 int RecordTableModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
@@ -73,6 +75,10 @@ QVariant RecordTableModel::data(const QModelIndex& index, int role) const {
       return text.isEmpty() ? QVariant() : QVariant(text);
     }
     case HighlightRole: return highlighted(record);
+    case FullTextRole: {  // text columns hold their whole text in the raw role
+      const QVariant whole = raw(record, index.column());
+      return whole.typeId() == QMetaType::QString ? whole : display(record, index.column());
+    }
     default: return {};
   }
 }

@@ -19,10 +19,7 @@ QVariant SegmentTableModel::display(uint32_t r, int column) const {
     case Active: return formatBytes(s.active_size);
     case Blocks: return s.block_count;
     case Stream: return formatAddress(snap().stream_value(s.stream));
-    case Type: {
-      const auto t = snap().str(s.segment_type);
-      return QString::fromUtf8(t.data(), int(t.size())) + (s.is_expandable ? " (expandable)" : "");
-    }
+    case Type: return capped(snap().str(s.segment_type), kMaxLabelChars) + (s.is_expandable ? " (expandable)" : "");
     case Device: return s.device;
   }
   return {};
@@ -38,7 +35,10 @@ QVariant SegmentTableModel::raw(uint32_t r, int column) const {
     case Active: return qulonglong(s.active_size);
     case Blocks: return s.block_count;
     case Stream: return qulonglong(snap().stream_value(s.stream));
-    case Type: return display(r, column);
+    case Type: {
+      const auto t = snap().str(s.segment_type);
+      return QString::fromUtf8(t.data(), qsizetype(t.size())) + (s.is_expandable ? " (expandable)" : "");
+    }
     case Device: return s.device;
   }
   return {};

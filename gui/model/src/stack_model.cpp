@@ -1,6 +1,15 @@
 #include <cudascope/gui/stack_model.h>
 
 namespace cudascope::gui {
+namespace {
+
+// A frame's tooltip: its full name, up to kMaxTooltipNameChars, and how long a longer one is.
+QString frame_tooltip(const LoadedSnapshot& loaded, analysis::FrameId frame) {
+  const std::string_view name = loaded.snapshot->str(loaded.snapshot->frames.get(frame).name);
+  return loaded.frameLabel(frame, true, kMaxTooltipNameChars) + lengthNote(name, kMaxTooltipNameChars);
+}
+
+}  // namespace
 
 void StackModel::setStack(std::shared_ptr<const LoadedSnapshot> loaded, analysis::StackId stack) {
   loaded_ = std::move(loaded);
@@ -17,6 +26,7 @@ void StackModel::setShowHidden(bool show) {
 
 void StackModel::setFullNames(bool full) {
   full_names_ = full;
+  labels_.assign(rows_.size(), QString());
   if (!rows_.empty()) emit dataChanged(index(0), index(rowCount() - 1));
 }
 
@@ -62,6 +72,7 @@ void StackModel::rebuild() {
       i = std::max(j, i + 1);
     }
   }
+  labels_.assign(rows_.size(), QString());
   endResetModel();
 }
 
@@ -74,6 +85,19 @@ int StackModel::userRow() const {
   return -1;
 }
 
+QString StackModel::label(size_t row) const {
+  // Made once per row: a short name is shortened from the whole name, too slow for every
+  // repaint of a name of megabytes.
+  QString& text = labels_[row];
+  if (!text.isNull()) return text;
+  const Row& r = rows_[row];
+  const analysis::FrameId frame = frames_[r.first];
+  if (r.count == 1) return text = loaded_->frameLabel(frame, full_names_);
+  return text = QStringLiteral("\u25b8 %1 C++ library frames: %2 \u2026 %3")
+                    .arg(r.count)
+                    .arg(loaded_->frameLabel(frame, full_names_), loaded_->frameLabel(frames_[r.first + r.count - 1], full_names_));
+}
+
 QString StackModel::copyText() const { return loaded_ ? loaded_->fullStackText(stack_) : QString(); }
 
 int StackModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
@@ -84,10 +108,7 @@ QVariant StackModel::data(const QModelIndex& index, int role) const {
   const analysis::FrameId frame = frames_[r.first];
   if (r.count > 1) {
     switch (role) {
-      case Qt::DisplayRole:
-        return QStringLiteral("\u25b8 %1 C++ library frames: %2 \u2026 %3")
-            .arg(r.count)
-            .arg(loaded_->frameLabel(frame, full_names_), loaded_->frameLabel(frames_[r.first + r.count - 1], full_names_));
+      case Qt::DisplayRole: return label(size_t(index.row()));
       case Qt::ToolTipRole: {
         QString text;
         for (size_t k = r.first; k < r.first + r.count; ++k) text += loaded_->frameLabel(frames_[k], true) + '\n';
@@ -99,8 +120,8 @@ QVariant StackModel::data(const QModelIndex& index, int role) const {
     }
   }
   switch (role) {
-    case Qt::DisplayRole: return loaded_->frameLabel(frame, full_names_);
-    case Qt::ToolTipRole: return loaded_->frameLabel(frame, true);
+    case Qt::DisplayRole: return label(size_t(index.row()));
+    case Qt::ToolTipRole: return frame_tooltip(*loaded_, frame);
     case Qt::UserRole: return loaded_->frames->user(frame);
     case FoldRole: return 0;
     default: return {};

@@ -1,7 +1,5 @@
 #include <cudascope/gui/trace_document.h>
 
-#include <cudascope/analysis/cpp_names.h>
-
 #include <QDateTime>
 #include <QFileInfo>
 #include <QTimer>
@@ -280,8 +278,8 @@ void TraceDocument::noteUnfinished() {
 
 QStringList TraceDocument::paths() const { return loaded_->paths.isEmpty() ? QStringList{path_} : loaded_->paths; }
 
-QString TraceDocument::shortName(std::uint32_t name) const {
-  return QString::fromStdString(analysis::shorten_cpp_name(model().string(name)));
+QString TraceDocument::shortName(std::uint32_t name, qsizetype max_chars) const {
+  return cappedShortName(model().string(name), max_chars);
 }
 
 int TraceDocument::rankGroupOfProcess(std::uint32_t process) const {

@@ -45,7 +45,7 @@ QVariant TraceTableModel::raw(uint32_t r, int column) const {
     case Size: return qulonglong(e.size);
     case Stream: return qulonglong(snap().stream_value(e.stream));
     case Device: return e.device;
-    case Frame: return frameText(e.stack);
+    case Frame: return fullFrameText(e.stack);
   }
   return {};
 }
@@ -61,7 +61,7 @@ bool TraceTableModel::less(uint32_t a, uint32_t b, int column) const {
     case Size: return x.size < y.size;
     case Stream: return snap().stream_value(x.stream) < snap().stream_value(y.stream);
     case Device: return x.device < y.device;
-    case Frame: return x.stack != y.stack && frameText(x.stack) < frameText(y.stack);
+    case Frame: return x.stack != y.stack && frameLess(x.stack, y.stack);  // by the whole frame (loaded_snapshot.h)
   }
   return false;
 }

@@ -1,5 +1,7 @@
 #include <cudascope/gui/record_table_page.h>
 
+#include "cell_copy.h"
+
 #include <cudascope/gui/block_table_model.h>
 #include <cudascope/gui/segment_table_model.h>
 #include <cudascope/gui/stack_model.h>
@@ -84,6 +86,7 @@ RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), 
   table_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
   table_->setSortingEnabled(true);
   table_->setWordWrap(false);
+  copyWholeCells(table_);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->setDefaultSectionSize(20);

@@ -1,5 +1,7 @@
 #include <cudascope/gui/snapshot_page.h>
 
+#include "cell_copy.h"
+
 #include <cudascope/gui/allocator_state_page.h>
 #include <cudascope/gui/allocator_state_view.h>
 #include <cudascope/gui/compare_model.h>
@@ -54,6 +56,7 @@ SnapshotPage::SnapshotPage(QWidget* parent) : QWidget(parent) {
   auto* compare_view = new QTableView;
   compare_view->setModel(compare_);
   compare_view->setWordWrap(false);
+  copyWholeCells(compare_view);
   compare_view->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
   compare_layout->addLayout(compare_bar);
   compare_layout->addWidget(compare_view, 1);

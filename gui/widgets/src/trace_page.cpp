@@ -1,5 +1,7 @@
 #include <cudascope/gui/trace_page.h>
 
+#include "cell_copy.h"
+
 #include <cudascope/gui/event_details_model.h>
 #include <cudascope/gui/range_summary_model.h>
 #include <cudascope/gui/trace_timeline_view.h>
@@ -70,10 +72,11 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   details_view_->verticalHeader()->hide();
   details_view_->verticalHeader()->setDefaultSectionSize(20);
   details_view_->setWordWrap(false);
+  copyWholeCells(details_view_);
   summary_ = new RangeSummaryModel(this);
   auto* sorted = new QSortFilterProxyModel(this);
   sorted->setSourceModel(summary_);
-  sorted->setSortRole(Qt::UserRole);
+  sorted->setSortRole(RangeSummaryModel::SortRole);  // names by their rank among the whole names
   auto* summary_view = new QTableView;
   summary_view->setModel(sorted);
   summary_view->setSortingEnabled(true);
@@ -82,6 +85,7 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   summary_view->verticalHeader()->setDefaultSectionSize(20);
   summary_view->setWordWrap(false);  // one line per row; long names elide in the middle, full on hover
   summary_view->setTextElideMode(Qt::ElideMiddle);
+  copyWholeCells(summary_view);
   summary_view->horizontalHeader()->setSectionResizeMode(RangeSummaryModel::Name, QHeaderView::Stretch);
   panels_->addTab(details_view_, tr("Details"));
   panels_->addTab(summary_view, tr("Range summary (Shift+drag)"));
@@ -98,15 +102,17 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   });
   connect(view_, &TraceTimelineView::rangeSelected, this, &TracePage::summarize);
   connect(&summarizing_, &QFutureWatcher<analysis::RangeSummary>::finished, this, [this] {
-    const auto result = summarizing_.result();
     if (pending_) {  // a newer selection arrived meanwhile: summarise that one instead
       pending_ = false;
       summarize(pending_t0_, pending_t1_);
       return;
     }
     if (resume_follow_) doc_->setFollowing(true), resume_follow_ = false;
-    summary_->setSummary(result);
-    panels_->setTabText(1, tr("Range summary: %1").arg(formatDuration(result.t1 - result.t0)));
+    // Moved, not copied: the summary holds every name in the range, and a name can be megabytes.
+    analysis::RangeSummary result = summarizing_.future().takeResult();
+    const qint64 span = result.t1 - result.t0;
+    summary_->setSummary(std::move(result));
+    panels_->setTabText(1, tr("Range summary: %1").arg(formatDuration(span)));
     emit summaryReady();
   });
   connect(details_view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
@@ -147,7 +153,11 @@ TracePage::TracePage(TraceDocument* document, QWidget* parent) : QWidget(parent)
   updateStatus();
 }
 
-TracePage::~TracePage() { summarizing_.waitForFinished(); }
+TracePage::~TracePage() {
+  // Only a summary still running reads the document; one whose result was taken is in no
+  // state at all, and waiting on it would never end.
+  if (summarizing_.isRunning()) summarizing_.waitForFinished();
+}
 
 QString TracePage::statusText() const { return status_->text(); }
 

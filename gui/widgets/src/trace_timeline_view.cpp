@@ -3,6 +3,7 @@
 #include "axis_ticks.h"
 #include "time_window.h"
 
+#include <cudascope/gui/capped_text.h>
 #include <cudascope/gui/event_details_model.h>
 
 #include <QKeyEvent>
@@ -24,19 +25,6 @@ const QColor kBackground(0x1e, 0x1e, 0x24), kRowEven(0x23, 0x23, 0x2a), kRowOdd(
 const QColor kHeaderBg(0x34, 0x34, 0x40), kLabelBg(0x2a, 0x2a, 0x32), kText(0xe6, 0xe6, 0xea), kDim(0x9a, 0x9a, 0xa6);
 const QColor kGroupBg(0x2c, 0x3a, 0x52);
 const QColor kGrid(0x3a, 0x3a, 0x44), kMerged(0x6a, 0x6a, 0x78), kSelection(0xff, 0xff, 0xff), kFlow(0xff, 0xc8, 0x3c);
-
-QString view(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
-
-// No more of a name than a slice or a tooltip could show. A name of megabytes (a broken or
-// hostile trace) would otherwise be measured whole at every repaint.
-constexpr qsizetype kMaxLabelChars = 512, kMaxTooltipNameChars = 4096;
-QString capped(QString text, qsizetype max) {
-  if (text.size() > max) {
-    text.truncate(max);
-    text += QChar(0x2026);  // …
-  }
-  return text;
-}
 
 }  // namespace
 
@@ -144,7 +132,7 @@ int TraceTimelineView::foldedLanes(quint32 row) const {
 QString TraceTimelineView::shortName(std::uint32_t name) const {
   if (short_names_.size() <= name) short_names_.resize(std::max<std::size_t>(name + 1, doc_->model().strings().size()));
   QString& s = short_names_[name];
-  if (s.isNull()) s = capped(doc_->shortName(name), kMaxLabelChars);
+  if (s.isNull()) s = doc_->shortName(name, kMaxLabelChars);
   return s;
 }
 
@@ -323,7 +311,7 @@ void TraceTimelineView::paintAll(QPainter& p, QSize size) {
     p.setFont(f);
     p.setPen(header ? kText : (row.kind == analysis::TimelineRow::Kind::counter ? kDim : kText));
     const QRect text_rect(header ? 6 : 18, top, kLabelWidth - (header ? 12 : 24), header ? h : std::min(h, kLane + 4));
-    QString label = QString::fromStdString(row.label);
+    QString label = capped(std::string_view(row.label), kMaxLabelChars);  // a process or thread name of any length
     if (const int folded = foldedLanes(r)) label += tr(" (+%1 lanes folded)").arg(folded);
     p.drawText(text_rect, Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(label, Qt::ElideMiddle, text_rect.width()));
     p.setPen(kGrid);
@@ -564,7 +552,7 @@ QString TraceTimelineView::describe(QPoint point) const {
       const bool bytes = label.find("Memory") != std::string::npos || label.find("allocated") != std::string::npos ||
                          label.find("reserved") != std::string::npos || label.find("bytes") != std::string::npos;
       return tr("%1\n%2 at %3")
-          .arg(QString::fromStdString(label))
+          .arg(capped(std::string_view(label), kMaxTooltipNameChars))
           .arg(bytes ? QString::number(v / 1048576.0, 'f', 2) + " MiB" : QString::number(v, 'g', 8))
           .arg(formatDuration(timeAt(point.x(), plot) - doc_->index().begin_ns()));
     }
@@ -581,13 +569,11 @@ QString TraceTimelineView::describe(QPoint point) const {
         .arg(item.count)
         .arg(formatDuration(item.start_ns - doc_->index().begin_ns()), formatDuration(item.end_ns - doc_->index().begin_ns()));
   const auto& e = m.event(item.event);
-  // Cut before the conversion too: UTF-8 is at most 4 bytes a character, and a character cut
-  // in two becomes a replacement mark past what is shown.
-  const std::string_view name = m.name(e);
-  const QString full = capped(view(name.substr(0, 4 * kMaxTooltipNameChars)), kMaxTooltipNameChars);
+  // No more of a name than a slice or a tooltip could show (capped_text.h).
+  const QString full = cappedTooltip(m.name(e));
   const QString brief = shortName(e.name);
   QString text = brief == full ? full : brief + "\n" + full;
-  text += "\n" + view(m.cat(e));
+  text += "\n" + capped(m.cat(e), kMaxLabelChars);
   if (e.dur_ns >= 0) text += "  " + formatDuration(e.dur_ns);
   text += tr("\nat %1").arg(formatDuration(e.ts_ns - doc_->index().begin_ns()));
   return text;

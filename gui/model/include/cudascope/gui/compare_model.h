@@ -1,6 +1,7 @@
 #pragma once
 // Growth between two snapshots, one row per allocating frame (largest growth first).
-// Qt::UserRole holds raw numbers (the delta as qlonglong).
+// Qt::UserRole holds raw numbers (the delta as qlonglong) and the whole group name, which
+// its cell cuts to kMaxLabelChars and its tooltip to kMaxTooltipNameChars (capped_text.h).
 
 #include <cudascope/analysis/compare.h>
 #include <cudascope/gui/loaded_snapshot.h>

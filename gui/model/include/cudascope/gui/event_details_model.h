@@ -7,12 +7,16 @@
 // collective_key), then what a CUDA user looks for first - correlation id, grid, block,
 // bytes, stream, device - then every other arg, and one row per flow arrow (launch <->
 // kernel) whose Qt::UserRole is the event at its other end (to jump there).
+// A cell shows at most kMaxLabelChars of a name or value, its tooltip at most
+// kMaxTooltipNameChars and the whole length, FullTextRole the value uncut (capped_text.h).
 
 #include <cudascope/gui/trace_document.h>
 
 #include <QAbstractTableModel>
 #include <QPointer>
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace cudascope::gui {
@@ -28,7 +32,7 @@ class EventDetailsModel : public QAbstractTableModel {
   using QAbstractTableModel::QAbstractTableModel;
   // Shows `event` of `document` (kNone or a null document: nothing).
   void setEvent(TraceDocument* document, quint32 event);
-  // The value shown for `field` ("" when absent), for tests and tooltips.
+  // The value shown for `field` ("" when absent; capped as its cell is), for tests and tooltips.
   QString value(const QString& field) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -38,9 +42,12 @@ class EventDetailsModel : public QAbstractTableModel {
 
  private:
   struct Row {
-    QString field, value;
+    QString field, value;    // as the cells show them
     quint32 target = kNone;  // flow rows: the event at the other end
+    std::string whole;       // the value uncut where it may have been cut, else empty
   };
+  void add(QString field, std::string_view value, quint32 target = kNone);
+  void add(QString field, const QString& value);
   std::vector<Row> rows_;
   quint32 event_ = kNone;
 };

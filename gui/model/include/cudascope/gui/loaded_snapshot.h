@@ -6,6 +6,7 @@
 #include <cudascope/analysis/snapshot.h>
 #include <cudascope/analysis/stack_frames.h>
 #include <cudascope/analysis/stacked_timeline.h>
+#include <cudascope/gui/capped_text.h>
 
 #include <QString>
 
@@ -26,12 +27,17 @@ struct LoadedSnapshot {
   // Per trace entry: the interval of `allocations` it begins or ends (UINT32_MAX: none).
   std::vector<uint32_t> interval_of_entry;
 
-  // "name (filename:line)" of the stack's user frame (what Frame columns show); empty when
-  // the stack has no visible frame.
-  QString userFrameText(analysis::StackId stack) const;
+  // "name (filename:line)" of the stack's user frame (what Frame columns show), its name and
+  // file name each cut to `max_chars` (capped_text.h); empty when the stack has no visible frame.
+  QString userFrameText(analysis::StackId stack, qsizetype max_chars = kMaxLabelChars) const;
+  // Whether a's user frame comes before b's, by the whole name, then file name (UTF-8 bytes,
+  // i.e. code point order), then line number; a stack without one first. The order of Frame
+  // columns: it reads the names in place, so no comparison converts a name of any length.
+  bool userFrameLess(analysis::StackId a, analysis::StackId b) const;
   // One frame as the viewer shows it: the C++ name shortened (analysis/cpp_names.h) unless
-  // `full`, then " (filename:line)" (left out for C++ frames without a source location).
-  QString frameLabel(analysis::FrameId frame, bool full = false) const;
+  // `full`, then " (filename:line)" (left out for C++ frames without a source location);
+  // name and file name each cut to `max_chars`.
+  QString frameLabel(analysis::FrameId frame, bool full = false, qsizetype max_chars = kMaxLabelChars) const;
   // True for a shown frame of C++ library code (the dispatcher, ATen, c10): folded in runs.
   bool dispatcherFrame(analysis::FrameId frame) const;
   // The visible frames, one per line, innermost first, names shortened, runs of two or
@@ -39,8 +45,8 @@ struct LoadedSnapshot {
   // `max_lines` lines (user frames are kept before library ones when cutting), then a line
   // counting the hidden frames; empty for an empty stack.
   QString stackText(analysis::StackId stack, int max_lines = 1 << 20) const;
-  // Every frame of the stack, hidden ones included, full names: what "Copy" puts on the
-  // clipboard.
+  // Every frame of the stack, hidden ones included, full names, nothing cut: what "Copy"
+  // puts on the clipboard.
   QString fullStackText(analysis::StackId stack) const;
   // The interval of `allocations` live at `address` at the end of the trace, or allocated
   // there by trace entry `entry` (UINT32_MAX: any); UINT32_MAX when none.

@@ -3,11 +3,13 @@
 // snapshot, sorted and filtered here with direct comparisons (a QSortFilterProxyModel
 // over a million rows would go through QVariant for every comparison).
 //
-// Roles: DisplayRole text; Qt::UserRole the raw value (numbers as qulonglong);
+// Roles: DisplayRole text; Qt::UserRole the raw value (numbers as qulonglong, text whole);
 // ToolTipRole the allocating stack (allocator and unwinder frames hidden); HighlightRole
-// true for rows to stand out (OOM entries). Frame columns show the stack's user frame
-// (stack_frames.h), and the frame filter matches what they show: "name (filename:line)".
-// Not thread-safe: use on the UI thread.
+// true for rows to stand out (OOM entries); FullTextRole a cell's text uncut. Frame columns
+// show the stack's user frame (stack_frames.h), name and file name each cut to
+// kMaxLabelChars (capped_text.h); the frame filter matches the whole "name (filename:line)",
+// and sorting by frame compares whole names (LoadedSnapshot::userFrameLess). Not
+// thread-safe: use on the UI thread.
 
 #include <cudascope/gui/loaded_snapshot.h>
 
@@ -71,7 +73,9 @@ class RecordTableModel : public QAbstractTableModel {
   bool stackMatches(analysis::StackId stack) const;  // against filter_.frame_text
   bool sizeMatches(uint64_t size) const { return size >= filter_.min_size && size <= filter_.max_size; }
   const analysis::Snapshot& snap() const { return *loaded_->snapshot; }
-  QString frameText(analysis::StackId stack) const;  // the user frame
+  QString frameText(analysis::StackId stack) const;      // the user frame, as its cell shows it
+  QString fullFrameText(analysis::StackId stack) const;  // the same, nothing cut
+  bool frameLess(analysis::StackId a, analysis::StackId b) const { return loaded_->userFrameLess(a, b); }
 
   std::shared_ptr<const LoadedSnapshot> loaded_;
   RecordFilter filter_;

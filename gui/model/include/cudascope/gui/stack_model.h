@@ -6,6 +6,8 @@
 // frames hidden unless setShowHidden(true).
 //
 // Roles: DisplayRole the row's text; ToolTipRole the full text (a fold: every frame in it);
+// names and file names cut to kMaxLabelChars, in a frame's tooltip to kMaxTooltipNameChars
+// with the whole length (capped_text.h); copyText() cuts nothing.
 // Qt::UserRole true for user frames (bold in views; the one Frame columns show is
 // userRow()); FoldRole the number of frames a folded row holds (0 for a frame).
 
@@ -46,6 +48,7 @@ class StackModel : public QAbstractListModel {
     size_t first = 0, count = 1;  // frames_[first, first + count); count > 1: a folded run
   };
   void rebuild();
+  QString label(size_t row) const;  // DisplayRole
   std::shared_ptr<const LoadedSnapshot> loaded_;
   analysis::StackId stack_ = 0;
   bool show_hidden_ = false;
@@ -54,6 +57,7 @@ class StackModel : public QAbstractListModel {
   std::vector<analysis::FrameId> frames_;  // the frames shown (visible, or all)
   std::set<size_t> expanded_;              // runs opened, by their first frame
   std::vector<Row> rows_;
+  mutable std::vector<QString> labels_;  // per row: its DisplayRole, made when first shown
 };
 
 }  // namespace cudascope::gui

@@ -22,6 +22,7 @@
 #include <cudascope/analysis/timeline_index.h>
 #include <cudascope/analysis/timeline_search.h>
 #include <cudascope/analysis/trace_loader.h>
+#include <cudascope/gui/capped_text.h>
 #include <cudascope/gui/rank_timeline.h>
 
 #include <QFutureWatcher>
@@ -125,8 +126,9 @@ class TraceDocument : public QObject {
   const std::vector<analysis::RankCollectives>& rankCollectives() const { return loaded_->collectives; }
   const analysis::TraceModel& model() const { return loaded_->trace(); }
   // An interned name as the timeline labels it: C++ names shortened as Nsight shows them
-  // (analysis/cpp_names.h). Not cached: callers that draw often cache it.
-  QString shortName(std::uint32_t name) const;
+  // (analysis/cpp_names.h), cut to `max_chars` (capped_text.h). Not cached: callers that
+  // draw often cache it.
+  QString shortName(std::uint32_t name, qsizetype max_chars = kWhole) const;
   const analysis::TimelineIndex& index() const { return loaded_->index; }
   double loadSeconds() const { return loaded_->load_seconds; }
   double indexSeconds() const { return loaded_->index_seconds; }
