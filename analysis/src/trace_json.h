@@ -41,6 +41,11 @@ class JsonCursor {
   void advance() { ++p_; }  // after peek_token() returned a byte
   // Consumes a UTF-8 byte-order mark at the cursor (byte_order_mark.h): call where the text starts.
   void skip_byte_order_mark();
+  // Consumes the rest of the input unread (its source still checks its own end).
+  void skip_to_end() {
+    do p_ = e_;
+    while (refill());
+  }
   // Consumes `c` (after whitespace) or fails with "expected <what>".
   JsonStatus expect(char c, const char* what);
 

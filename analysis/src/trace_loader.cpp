@@ -56,13 +56,15 @@ void finish_model(TraceModel& model, const TraceHeader& header, bool cut_short, 
                           std::to_string(model.event_count()) + " events)");
   }
   if (!model.format_problems.empty()) {
-    // Past the listed ones the parser keeps one line, not about an event, for how many more.
+    // Past the listed ones the parser keeps one more line, empty until it says how many more
+    // (listed lines start "event " or "byte ").
     std::string& last = model.format_problems.back();
-    if (!last.starts_with("event ")) {
+    if (last.empty() || last.starts_with("(")) {
       const std::uint64_t listed = model.format_problems.size() - 1;
       last = "(" + std::to_string(model.format_problem_count - listed) + " more problems not listed)";
     }
-    model.notes.push_back(std::to_string(model.format_problem_count) + " events break the format's rules (see --check)");
+    const std::uint64_t count = model.format_problem_count;
+    model.notes.push_back(std::to_string(count) + (count == 1 ? " format problem" : " format problems") + " (see --check)");
   }
 }
 

@@ -65,11 +65,13 @@ JsonStatus TraceParser::syntax() {
   return JsonStatus::syntax;
 }
 
-void TraceParser::problem(const std::string& what) {
+void TraceParser::problem(const std::string& what) { report("event " + std::to_string(header_.events_seen) + ": " + what); }
+
+void TraceParser::report(std::string line) {
   TraceModel& model = builder_.model();
   auto& problems = model.format_problems;
   ++model.format_problem_count;
-  if (problems.size() < kMaxProblems) problems.push_back("event " + std::to_string(header_.events_seen) + ": " + what);
+  if (problems.size() < kMaxProblems) problems.push_back(std::move(line));
   else if (problems.size() == kMaxProblems) problems.emplace_back();  // how many more: finish_model
 }
 
@@ -86,6 +88,10 @@ JsonStatus TraceParser::run(TracePhase phase) {
     case TracePhase::after_events: s = root_members(false); break;
     case TracePhase::done: return JsonStatus::ok;
   }
+  // Damage in the root's members after a whole events array (a writer's metadata, not
+  // escaped) costs only what follows it: the events are kept and it is a format problem.
+  // Text after the root's end (below) is not this trace's, another document or junk: refused.
+  if (s == JsonStatus::syntax && phase_ == TracePhase::after_events) s = read_past_damage();
   if (s == JsonStatus::ok) {
     phase_ = TracePhase::done;
     resume_offset_ = base_ + cursor_.offset();
@@ -101,6 +107,16 @@ JsonStatus TraceParser::run(TracePhase phase) {
   }
   if (s == JsonStatus::syntax && error_.empty()) return syntax();
   return s;
+}
+
+// Reports the damage the cursor stopped at and reads the rest of the input unparsed, so that
+// the input's own end (gzip's trailer) is still checked.
+JsonStatus TraceParser::read_past_damage() {
+  report("byte " + std::to_string(base_ + cursor_.error_offset()) + ": " + cursor_.message() +
+         " (after the events array: its events are read, the rest of the file is not)");
+  error_.clear();
+  cursor_.skip_to_end();
+  return JsonStatus::ok;
 }
 
 JsonStatus TraceParser::root() {

@@ -58,6 +58,7 @@ class TraceParser {
   std::uint64_t events() const noexcept { return events_; }
 
  private:
+  JsonStatus read_past_damage();
   JsonStatus root();
   JsonStatus root_members(bool first);
   JsonStatus header_member(const std::string& key);
@@ -65,7 +66,8 @@ class TraceParser {
   JsonStatus event();
   JsonStatus id_value(TraceIdValue& value, std::string& text, const char* field);
   JsonStatus time_value(std::int64_t& ns, bool& has, const char* field);
-  void problem(const std::string& what);
+  void problem(const std::string& what);  // about the event being read
+  void report(std::string line);
   JsonStatus syntax();
 
   util::ByteReader& reader_;

@@ -278,7 +278,7 @@ TEST(TraceLoaderTest, ProblemsPastTheListedOnesAreCountedInTheNote) {
   EXPECT_EQ(loaded.model->format_problem_count, static_cast<std::uint64_t>(kEvents));
   EXPECT_EQ(problems.back(), "(" + std::to_string(kEvents - (problems.size() - 1)) + " more problems not listed)");
   const auto& notes = loaded.model->notes;
-  EXPECT_NE(std::find(notes.begin(), notes.end(), std::to_string(kEvents) + " events break the format's rules (see --check)"),
+  EXPECT_NE(std::find(notes.begin(), notes.end(), std::to_string(kEvents) + " format problems (see --check)"),
             notes.end())
       << ::testing::PrintToString(notes);
 }

@@ -10,8 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 using namespace cudascope;
 using namespace cudascope::trace_testing;
@@ -259,4 +263,74 @@ TEST(TraceVersionsTest, APidOrTidWrittenAsADecimalStringIsTheProcessAndThreadOfT
   ASSERT_TRUE(own.ok()) << own.error;
   EXPECT_EQ(own.model->processes().size(), 1u);
   EXPECT_EQ(analysis::validate_trace(*own.model), std::vector<std::string>{"event 0 (X): \"pid\" missing or not an integer"});
+}
+
+// Kineto writes its metadata and "traceName" after the events array, and releases before
+// sanitizeStrForJSON wrote them unescaped: a Windows path ("C:\Users\...") or a quote in a
+// metadata value leaves text after the events that is not JSON. The events array is whole,
+// so its events are read; the damage is a format problem naming its byte (--check fails), and
+// nothing after it is read. Damage before the array closes, or after the root, is refused.
+TEST(TraceVersionsTest, DamageAfterAWholeEventsArrayKeepsTheEventsAndIsAFormatProblem) {
+  const std::string text = read_text(data_path("kineto_shape_2022.json"));
+  const std::string name = R"("traceName": "/tmp/profile/trainer_2201.1666000000000.pt.trace.json")";
+  ASSERT_NE(text.find(name), std::string::npos);
+  const std::string windows = R"("traceName": "C:\Users\dev\trainer_2201.pt.trace.json")";
+  const std::string quote = R"("run": "the "baseline" run", )" + name;
+  for (const auto& [damage, bad, why] :
+       {std::tuple<std::string, std::string, std::string>{windows, "Users", "unknown escape in a string"},
+        {quote, "baseline", "expected ',' or '}' after a member of the trace object"}}) {
+    SCOPED_TRACE(damage);
+    std::string damaged = text;
+    damaged.replace(damaged.find(name), name.size(), damage);
+    const std::size_t at = damaged.find(bad);
+    const std::string problem = "byte " + std::to_string(at) + ": " + why +
+                                " (after the events array: its events are read, the rest of the file is not)";
+    const std::string path = temp_path("damaged_tail.json");
+    write_text(path, damaged);
+    auto loaded = analysis::load_trace(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.error;
+    const auto& model = *loaded.model;
+    EXPECT_EQ(model.event_count(), 38u);
+    EXPECT_FALSE(model.cut_short);
+    EXPECT_EQ(model.rank, 1) << "distributedInfo comes before the events";
+    const auto stats = analysis::compute_stats(model);
+    EXPECT_EQ(stats.kernel_total_ns, 37000);
+    ASSERT_EQ(stats.copies.size(), 2u);
+    EXPECT_EQ(stats.copies[0].bytes, 4096);
+    EXPECT_EQ(model.format_problems, std::vector<std::string>{problem});
+    EXPECT_EQ(analysis::validate_trace(model), std::vector<std::string>{problem});
+    EXPECT_NE(std::find(model.notes.begin(), model.notes.end(), "1 format problem (see --check)"), model.notes.end())
+        << ::testing::PrintToString(model.notes);
+    // The viewer's follower reads it the same way, and is done with it.
+    analysis::TraceFollower follower(path);
+    EXPECT_EQ(follower.poll(), 38) << follower.error();
+    EXPECT_TRUE(follower.finished());
+    EXPECT_EQ(follower.model().format_problems, std::vector<std::string>{problem});
+    // gzip: the rest is still read to the end, so a damaged member is refused as before.
+    std::string gz = gzip(damaged);
+    write_text(path + ".gz", gz);
+    EXPECT_TRUE(analysis::load_trace(path + ".gz").ok());
+    gz[gz.size() - 8] ^= 1;  // the CRC-32
+    write_text(path + ".gz", gz);
+    EXPECT_FALSE(analysis::load_trace(path + ".gz").ok());
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + ".gz");
+  }
+  // Text after the root's end is not part of the trace (another document, junk): refused.
+  auto trailing = analysis::load_trace_text(R"({"traceEvents":[]} {"traceEvents":[]})", "trailing");
+  EXPECT_EQ(trailing.error, "trailing: byte 19: unexpected text after the end of the trace");
+  // Our own trace whose summary is damaged does not say it is complete.
+  auto own = analysis::load_trace_text(
+      R"({"cudascope":{"source":"test"},"traceEvents":[{"ph":"X","name":"k","pid":1,"tid":1,"ts":3,"dur":1}],)"
+      R"("cudascopeSummary":{"complete":tru}})",
+      "own");
+  ASSERT_TRUE(own.ok()) << own.error;
+  EXPECT_EQ(own.model->event_count(), 1u);
+  EXPECT_FALSE(own.model->complete);
+  // Inside the events array the same damage refuses the file, naming the byte.
+  std::string inside = text;
+  inside.replace(inside.find("ampere_sgemm"), 0, "C:\\Users\\");
+  const auto refused = analysis::load_trace_text(inside, "inside.json");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error, "inside.json: byte " + std::to_string(inside.find("Users")) + ": unknown escape in a string");
 }

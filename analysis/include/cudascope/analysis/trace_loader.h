@@ -7,7 +7,9 @@
 // and a small window, never the text. A file cut short (a killed process, a copy stopped
 // half way, a gzip stream without its end) is read up to its last complete event and the
 // model says so (cut_short, a note). A file that is not a trace is an error naming the
-// byte offset and what was expected there. Input past the budget (/dev/zero, a gzip bomb)
+// byte offset and what was expected there; damage in the trace object after a whole events
+// array keeps the events and is a format problem naming the byte (the rest is not read).
+// Input past the budget (/dev/zero, a gzip bomb)
 // is an error, never unbounded memory.
 //
 // Thread-safety: free functions, no shared state; a TraceFollower belongs to one thread.
