@@ -205,23 +205,27 @@ journey3() {
 stage_journey3() { check journey3-kernels-vs-torch-profiler journey3.log journey3; }
 
 stage_frameworks() {
-  local framework program port=9480
+  local framework port=9480
   prepare_crash_stack || { record FAIL frameworks "cannot build bench/journeys/crash_stack.c"; return 1; }
+  # A framework that imports but sees no GPU (JAX without its CUDA plugin runs on the CPU) is
+  # skipped, not failed for the kernels it never launches.
+  local -A program=([jax]=jax_train.py [cupy]=cupy_steps.py)
+  local -A on_gpu=([jax]='import jax; assert jax.default_backend() == "gpu"'
+                   [cupy]='import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0')
   for framework in jax cupy; do
-    program=$root/bench/journeys/$([ $framework = jax ] && echo jax_train.py || echo cupy_steps.py)
     port=$((port + 1))
-    if ! python3 -c "import $framework" >/dev/null 2>&1; then
-      record SKIP "frameworks-$framework" "no $framework in this Python"
+    if ! python3 -c "${on_gpu[$framework]}" >/dev/null 2>&1; then
+      record SKIP "frameworks-$framework" "no $framework in this Python that sees a GPU"
       continue
     fi
     check "frameworks-$framework-trace" "frameworks_${framework}_trace.log" python3 \
       "$root/bench/journeys/framework_trace_check.py" --cli "$cli" --out "$out/frameworks" --steps 10 -- \
-      "${with_crash_stack[@]}" python3 "$program"
+      "${with_crash_stack[@]}" python3 "$root/bench/journeys/${program[$framework]}"
     check "frameworks-$framework-metrics" "frameworks_${framework}_metrics.log" python3 \
       "$root/bench/journeys/metrics_scrape_check.py" --addr "127.0.0.1:$port" --interval 0.2 \
       --trace "$out/frameworks/${framework}_metrics.json.gz" --cudascope "$cli" -- "${with_crash_stack[@]}" \
       "$cli" run --metrics "127.0.0.1:$port" -o "$out/frameworks/${framework}_metrics.json.gz" -- \
-      python3 "$program" --steps 10 --linger 1.5
+      python3 "$root/bench/journeys/${program[$framework]}" --steps 10 --linger 1.5
   done
 }
 

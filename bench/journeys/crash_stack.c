@@ -7,11 +7,14 @@
 // It chains with the program's own handlers: installed first (a constructor, before Python
 // starts), it is what Python's faulthandler finds as the previous handler, re-raises to after
 // printing the Python stacks; a program that installs a handler of its own without chaining
-// simply keeps it. Only async-signal-safe calls in the handlers: write, open, read, close,
-// nanosleep, raw system calls, backtrace (libgcc's unwinder, loaded at start-up so a handler
-// does not load it) and backtrace_symbols_fd.
+// simply keeps it. The handlers call write, open, read, close, nanosleep and raw system calls,
+// which are async-signal-safe, and backtrace and backtrace_symbols_fd, which are not quite:
+// libgcc's unwinder is loaded at start-up so that a handler does not load it, but it takes a
+// lock of its own, so a thread stopped inside the unwinder (a C++ throw) cannot answer. A
+// hung job is killed once asked, so such a thread costs its stack (its 2 s run out), no more.
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -92,11 +95,14 @@ static void write_thread_stack(pid_t tid) {
   write_stack();
 }
 
+// The two handlers below return to the interrupted code, which may be about to read errno.
 static void on_thread_stack_signal(int signal_number) {
   (void)signal_number;
   const pid_t self = current_thread();
   if (answering != self) return;  // not asked (a late or stray signal)
+  const int saved_errno = errno;
   write_thread_stack(self);
+  errno = saved_errno;
   // Only if still the one asked: one that answered after its 2 s must not end the next's wait.
   pid_t expected = self;
   __atomic_compare_exchange_n(&answering, &expected, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
@@ -123,8 +129,11 @@ static void ask_thread(pid_t tid) {
 static void on_dump_request(int signal_number) {
   (void)signal_number;
   if (__atomic_exchange_n(&dumping, 1, __ATOMIC_ACQ_REL)) return;
+  const int saved_errno = errno;
   const pid_t self = current_thread();
-  write_text("crash_stack: every thread's stack, on request (SIGUSR2)\n");
+  write_text("crash_stack: every thread's stack of process ");
+  write_decimal((uintptr_t)getpid());
+  write_text(", on request (SIGUSR2)\n");
   write_thread_stack(self);
   const int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   char entries[4096];
@@ -141,6 +150,7 @@ static void on_dump_request(int signal_number) {
   if (fd >= 0) close(fd);
   write_text("crash_stack: end of threads\n");
   __atomic_store_n(&dumping, 0, __ATOMIC_RELEASE);
+  errno = saved_errno;
 }
 
 static void on_fatal_signal(int signal_number, siginfo_t* info, void* context) {

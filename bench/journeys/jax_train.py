@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A JAX training loop for the GPU checks of programs not written with PyTorch: a 4-layer MLP
 trained with SGD under jax.jit, its data drawn inside the step, so that every step launches
-the same kernels (XLA_FLAGS=--xla_gpu_autotune_level=0, unless XLA_FLAGS is set, keeps the
-first step's compilation the same from run to run). Prints one JSON line: the framework, its version, the device and the
+the same kernels (--xla_gpu_autotune_level=0, added to XLA_FLAGS unless it names a level, keeps
+the first step's compilation the same from run to run). It ends with status 2 where JAX has no
+GPU, rather than train on the CPU. Prints one JSON line: the framework, its version, the device and the
 final loss written exactly (float.hex), so that a run under cudascope can be told to compute
 the same as a plain one.
 
@@ -10,10 +11,13 @@ the same as a plain one.
 import argparse
 import json
 import os
+import sys
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave the GPU to others
-os.environ.setdefault("XLA_FLAGS", "--xla_gpu_autotune_level=0")  # the same kernels in every run
+# The same kernels in every run: no autotuning, added to whatever flags the image sets.
+if "--xla_gpu_autotune_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_gpu_autotune_level=0").strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -47,6 +51,9 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--linger", type=float, default=0, help="seconds to wait after the last step (for scrapers)")
     args = parser.parse_args()
+    if jax.default_backend() != "gpu":
+        print(f"jax_train: JAX runs on {jax.default_backend()}, not a GPU", file=sys.stderr)
+        return 2
     params, key = init(jax.random.key(0)), jax.random.key(1)
     loss = None
     for _ in range(args.steps):
@@ -57,7 +64,8 @@ def main():
                       "steps": args.steps, "loss": loss.hex()}), flush=True)
     if args.linger:
         time.sleep(args.linger)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -36,7 +36,7 @@ import threading
 import time
 import urllib.request
 
-from crash_stacks import Symbols, build_library, job_environment, request_stacks, symbolize
+from crash_stacks import Symbols, build_library, job_environment, kill_live_jobs, no_core_files, run_job, symbolize
 from metrics_scrape_check import metric_sum
 
 RUN_TIMEOUT_S = 300
@@ -61,7 +61,7 @@ def free_ports(count):
 def describe(returncode, run_timeout):
     """A job's end in words (None: it hung): cudascope run passes a signal on as 128 + its number."""
     if returncode is None:
-        return f"hung: killed after {run_timeout:g} s"
+        return f"hung (no end in {run_timeout:g} s), its stacks written and killed"
     if returncode == 0:
         return "exit 0"
     if returncode < 0:
@@ -119,17 +119,7 @@ def run_once(args, job, env_extra, log_path, port):
     with open(log_path, "w") as log:
         log.write(" ".join(f"{k}={v}" for k, v in env_extra.items()) + " " + " ".join(command) + "\n")
         log.flush()
-        # A session of its own, so that a hung job's children can be asked for their stacks.
-        job_process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            returncode = job_process.wait(timeout=args.run_timeout)
-        except subprocess.TimeoutExpired:
-            log.write(f"timed out after {args.run_timeout:g} s: every thread's stack follows\n")
-            log.flush()
-            request_stacks(job_process)
-            os.killpg(job_process.pid, signal.SIGKILL)
-            job_process.wait()
-            returncode = None
+        returncode = run_job(command, log, args.run_timeout, env=env)
     done.set()
     scraper.join()
     switches = metric_sum(last[0], "cudascope_kernel_sampling_switches_total") if last[0] else None
@@ -170,11 +160,29 @@ def main():
         print(f"FAIL: cannot build the crash-stack preload: {e.stderr.strip()}")
         return 1
     plans = interleaved_plans(args, variants)
+    no_core_files()
+    # Stopped (SIGTERM, Ctrl+C): the jobs, each in a session of its own, are killed too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        failed, rates, unswitched = run_all(args, job, plans, crash_env)
+    except BaseException:
+        kill_live_jobs()
+        raise
+    bad = sorted(n for runs in failed.values() for n in runs)
+    print(("FAIL: " if bad or unswitched else "PASS: ") + summary(args, variants, failed, rates, unswitched) +
+          (f" (logs run_{', run_'.join(map(str, bad))})" if bad else ""))
+    return 1 if bad or unswitched else 0
+
+
+def run_all(args, job, plans, crash_env):
+    """Runs the PLANS, --parallel at once, printing a line for each: (the runs that did not end
+    normally by kind, the switches a second of those that did by kind, the sampled runs that
+    switched too seldom)."""
     failed = {kind: [] for kind, _ in plans}
     failed.setdefault("every kernel", [])
-    unswitched, rates = [], []
+    rates = {kind: [] for kind in failed}
+    unswitched = []
     symbols = Symbols()
-
     ports = free_ports(len(plans))
 
     def run_numbered(numbered):
@@ -186,32 +194,35 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
         for n, kind, log_path, (returncode, seconds, switches) in pool.map(run_numbered, enumerate(plans, 1)):
             switched = "no scrape answered" if switches is None else f"{switches:.0f} switches"
-            print(f"run {n}/{len(plans)} ({kind}): {describe(returncode, args.run_timeout)} after {seconds:.1f} s, {switched}", flush=True)
+            print(f"run {n}/{len(plans)} ({kind}): {describe(returncode, args.run_timeout)} after {seconds:.1f} s, "
+                  f"{switched}", flush=True)
             if returncode != 0:
                 failed[kind].append(n)
                 with open(log_path, errors="replace") as f:
                     stacks = symbolize(f.read(), symbols)
                 print(stacks or f"  no native stack in {log_path}", flush=True)
             elif kind.startswith("sampled"):
-                rates.append((switches or 0) / seconds)
-                if rates[-1] < MIN_SWITCHES_PER_S:
+                rates[kind].append((switches or 0) / seconds)
+                if rates[kind][-1] < MIN_SWITCHES_PER_S:
                     unswitched.append(n)
-    switching = f"{args.window * 1e3:g} ms of kernel records in every {args.period * 1e3:g} ms"
-    summary = f"{args.runs} runs with {switching}: {len(failed['sampled'])} did not end normally"
-    if rates:
-        summary += f"; those that did switched kernel records {min(rates):.0f}-{max(rates):.0f} times a second"
-    for label, env in variants:
-        settings = ",".join(f"{name}={value}" for name, value in env.items())
-        summary += f"; {args.runs} more with {label} ({settings}): {len(failed[f'sampled, {label}'])} did not"
-    if args.control:
-        summary += f"; {args.control} recording every kernel: {len(failed['every kernel'])} did not"
-    bad = sorted(n for runs in failed.values() for n in runs)
-    if unswitched:
-        summary += f"; runs {', '.join(map(str, unswitched))} switched fewer than {MIN_SWITCHES_PER_S} times a second"
-    print(("FAIL: " if bad or unswitched else "PASS: ") + summary +
-          (f" (logs run_{', run_'.join(map(str, bad))})" if bad else ""))
-    return 1 if bad or unswitched else 0
+    return failed, rates, unswitched
 
+
+def summary(args, variants, failed, rates, unswitched):
+    """The check's last line, without its PASS or FAIL: each kind of run's failures apart."""
+    def switch_rates(kind):
+        return f", switching {min(rates[kind]):.0f}-{max(rates[kind]):.0f} times a second" if rates[kind] else ""
+
+    switching = f"{args.window * 1e3:g} ms of kernel records in every {args.period * 1e3:g} ms"
+    text = f"{args.runs} runs with {switching}: {len(failed['sampled'])} did not end normally{switch_rates('sampled')}"
+    for label, env in variants:
+        kind, settings = f"sampled, {label}", ",".join(f"{name}={value}" for name, value in env.items())
+        text += f"; {args.runs} more with {label} ({settings}): {len(failed[kind])} did not{switch_rates(kind)}"
+    if args.control:
+        text += f"; {args.control} recording every kernel: {len(failed['every kernel'])} did not"
+    if unswitched:
+        text += f"; runs {', '.join(map(str, unswitched))} switched fewer than {MIN_SWITCHES_PER_S} times a second"
+    return text
 
 if __name__ == "__main__":
     sys.exit(main())

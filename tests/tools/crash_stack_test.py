@@ -71,11 +71,15 @@ def compile_program(cc, directory, name, library_text, program_text):
 def check_hung_program(cc, directory, env):
     """The failures of a waiting program asked for its stacks: an empty list when it passes."""
     program = compile_program(cc, directory, "waiter", WAITING_LIBRARY, WAITING_PROGRAM)
-    job = subprocess.Popen([program], env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
-    time.sleep(0.5)  # both threads in their waits
-    request_stacks(job, wait_s=2)
-    _, stderr = job.communicate(input="", timeout=30)  # stdin closed: the program ends
+    log_path = os.path.join(directory, "waiter.log")
+    with open(log_path, "w") as log:
+        job = subprocess.Popen([program], env=env, stdin=subprocess.PIPE, stderr=log, text=True,
+                               start_new_session=True)
+        time.sleep(0.5)  # both threads in their waits
+        request_stacks(job.pid, log_path)
+        job.communicate(input="", timeout=30)  # stdin closed: the program ends
+    with open(log_path) as f:
+        stderr = f.read()
     stacks = symbolize(stderr)
     failures = []
     if job.returncode != 0:
@@ -85,6 +89,8 @@ def check_hung_program(cc, directory, env):
             failures.append(f"no thread's stack names {waiting}")
     if stderr.count("crash_stack: thread ") != 2:
         failures.append("not one stack for each of the two threads")
+    if f"every thread's stack of process {job.pid}," not in stderr or stderr.count("crash_stack: end of threads") != 1:
+        failures.append("the dump does not name its process, or is not ended once")
     return failures, stacks or stderr
 
 

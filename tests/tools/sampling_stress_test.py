@@ -59,11 +59,17 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         hanging = stress(cli, out, ["sleep", "600"], "--runs", "1", "--run-timeout", "2")
         expect(hanging.returncode == 1, "a job that hangs fails the check", hanging)
-        expect("run 1/1 (sampled): hung: killed after 2 s" in hanging.stdout, "the hang is named", hanging)
-        expect(hanging.stdout.count("crash_stack: thread ") >= 2,
-               "the stacks of the threads of cudascope run and of the program are shown", hanging)
-        expect("clock_nanosleep" in hanging.stdout or "nanosleep" in hanging.stdout,
-               "the program's stack shows where it waits", hanging)
+        expect("run 1/1 (sampled): hung (no end in 2 s), its stacks written and killed" in hanging.stdout,
+               "the hang is named", hanging)
+        with open(os.path.join(out, "run_1.log")) as f:
+            log = f.read()
+        # cudascope run and the program it started, one after the other, then each aborted.
+        expect(log.count("crash_stack: end of threads") == 2, "each process wrote its threads' stacks", log)
+        dumps = log.split("crash_stack: every thread's stack of process ")[1:]
+        expect(len(dumps) == 2 and all(d.count("crash_stack: end of threads") == 1 for d in dumps),
+               "one process's stacks end before the next's begin", log)
+        expect("nanosleep" in dumps[-1], "the program's stack shows where it waits", log)
+        expect("crash_stack: fatal signal SIGABRT" in log, "then each was aborted", log)
     print("ok")
 
 
