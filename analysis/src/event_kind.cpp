@@ -21,7 +21,7 @@ EventKind category_kind(std::string_view cat) {
   if (same_name(cat, "gpu_memset") || same_name(cat, "memset")) return EventKind::memset;
   if (same_name(cat, "gpu_user_annotation")) return EventKind::gpu_annotation;
   if (same_name(cat, "nvtx") || same_name(cat, "user_annotation")) return EventKind::nvtx;
-  if (same_name(cat, "cuda_runtime")) return EventKind::runtime;
+  if (same_name(cat, "cuda_runtime") || same_name(cat, "runtime")) return EventKind::runtime;
   if (same_name(cat, "cuda_driver")) return EventKind::driver;
   if (same_name(cat, "cpu_op") || same_name(cat, "operator")) return EventKind::cpu_op;
   if (same_name(cat, "python_function")) return EventKind::python;

@@ -3,9 +3,9 @@
 // op or the NCCL range a collective's kernel was launched in (collective_pairing.cpp).
 //
 // A kernel's launch call is the slice its ac2g flow starts from. Without a flow, it is the API
-// call (cat "cuda_runtime" or "cuda_driver") carrying the kernel's "correlation": NCCL (2.22
-// on) launches with the driver's cuLaunchKernelEx, which cudascope records only inside NCCL's
-// ranges (profiler/src/nccl_nvtx.h), with no flow.
+// call (cat "cuda_runtime", Kineto's older "Runtime", or "cuda_driver") carrying the kernel's
+// "correlation": NCCL (2.22 on) launches with the driver's cuLaunchKernelEx, which cudascope
+// records only inside NCCL's ranges (profiler/src/nccl_nvtx.h), with no flow.
 //
 // Not thread-safe: built and used by one analysis; each builds its indexes when first needed.
 

@@ -239,6 +239,30 @@ TEST(CollectivePairingTest, AKernelOfNoGroupIsLeftOutNotEveryPairing) {
   EXPECT_EQ(report.notes[0], "1 communication kernels name no process group (their op was not recorded): left unpaired");
 }
 
+// Without a flow, a kernel's launch call is the API call inside the op that carries the
+// kernel's "correlation": a call of Kineto's older category "Runtime" (before November 2021)
+// is one as "cuda_runtime" is, so the kernel reaches its op and the op's group.
+TEST(CollectivePairingTest, AKernelWithoutAFlowReachesItsOpThroughARuntimeCallOfEitherCategory) {
+  for (const std::string cat : {"cuda_runtime", "Runtime"}) {
+    SCOPED_TRACE(cat);
+    const std::string text =
+        R"({"traceEvents":[)"
+        R"({"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":5000,"tid":1,"ts":1000,"dur":8,)"
+        R"("args":{"Collective name":"AllReduce","Process Group Name":"1","Process Group Ranks":"[0, 1]","Seq":7}},)"
+        R"({"ph":"X","cat":")" + cat + R"(","name":"cudaLaunchKernel","pid":5000,"tid":1,"ts":1002,"dur":3,)"
+        R"("args":{"cbid":211,"correlation":77}},)"
+        R"j({"ph":"X","cat":"Kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)","pid":0,"tid":20,)j"
+        R"("ts":1010,"dur":20,"args":{"stream":20,"correlation":77}}]})";
+    auto loaded = load_trace_text(text, "no flow");
+    ASSERT_TRUE(loaded.ok()) << loaded.error;
+    const auto communicators = collectives_by_communicator(*loaded.model);
+    ASSERT_EQ(communicators.size(), 1u);
+    EXPECT_EQ(communicators[0].name, "1");
+    EXPECT_EQ(communicators[0].members, "[0, 1]");
+    EXPECT_EQ(communicators[0].seq, std::vector<std::int64_t>{7});
+  }
+}
+
 TEST(CollectivePairingTest, TracesWithoutGroupsArePairedByOrderAndSaySo) {
   std::vector<RankSummary> summaries;
   for (const KinetoRank& k : tp_dp_job(false)) summaries.push_back(k.summary());

@@ -119,17 +119,19 @@ TEST(TraceVersionsTest, Kineto2022IntegerEpochMicrosecondsAreExactNanoseconds) {
 }
 
 // Kineto before April 2022 (PyTorch 1.8 to 1.11) named the GPU's categories "Kernel",
-// "Memcpy" and "Memset", and the GPU annotation "gpu_user_Annotation".
-TEST(TraceVersionsTest, Kineto2021CapitalisedGpuCategoriesAreKernelsCopiesAndAnnotations) {
+// "Memcpy" and "Memset", and the GPU annotation "gpu_user_Annotation"; before November 2021
+// (PyTorch 1.8 to 1.10) its runtime calls were "Runtime".
+TEST(TraceVersionsTest, Kineto2021CapitalisedCategoriesAreKernelsCopiesAnnotationsAndApiCalls) {
   const auto model = load(data_path("kineto_shape_2021.json"));
   ASSERT_TRUE(model);
-  EXPECT_EQ(model->event_count(), 25u);
+  EXPECT_EQ(model->event_count(), 29u);
   const analysis::TraceStats stats = analysis::compute_stats(*model);
-  ASSERT_EQ(stats.kernels.size(), 2u);
+  ASSERT_EQ(stats.kernels.size(), 3u);
   EXPECT_EQ(stats.kernels[0].name.substr(0, 36), "void cudnn::cnn::conv2d_grouped_dire");
   EXPECT_EQ(stats.kernels[0].total_ns, 12000);
-  EXPECT_EQ(stats.kernels[1].total_ns, 2000);
-  EXPECT_EQ(stats.kernel_total_ns, 14000);
+  EXPECT_EQ(stats.kernels[1].total_ns, 3000);
+  EXPECT_EQ(stats.kernels[2].total_ns, 2000);
+  EXPECT_EQ(stats.kernel_total_ns, 17000);
   ASSERT_EQ(stats.copies.size(), 2u);
   EXPECT_EQ(stats.copies[0].kind, "HtoD");
   EXPECT_EQ(stats.copies[0].bytes, 98304);
@@ -139,14 +141,38 @@ TEST(TraceVersionsTest, Kineto2021CapitalisedGpuCategoriesAreKernelsCopiesAndAnn
   ASSERT_EQ(stats.gpu_annotations.size(), 1u);
   EXPECT_EQ(stats.gpu_annotations[0].name, "ProfilerStep#3");
   EXPECT_EQ(stats.gpu_annotations[0].total_ns, 118000);
+  // Two "cuda_runtime" launches and the "Runtime" one, which is no other slice.
+  const auto* launches = find(stats.api_calls, "cudaLaunchKernel");
+  ASSERT_TRUE(launches);
+  EXPECT_EQ(launches->count, 3);
+  EXPECT_EQ(launches->total_ns, 15000);
+  ASSERT_EQ(stats.api_calls.size(), 3u);
   EXPECT_TRUE(stats.other_slices.empty()) << stats.other_slices[0].name;
-  // The viewer's index sees the same kinds.
+  // The "Runtime" launch is the slice its flow starts from, and the kernel it launched the one
+  // the flow ends on: each kernel's launch call.
+  const auto* fill = first(*model, 'X', "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor");
+  ASSERT_TRUE(fill);
+  int launched = 0;
+  for (const auto& flow : model->flows()) {
+    ASSERT_NE(flow.from_slice, analysis::kNoEvent);
+    ASSERT_NE(flow.to_slice, analysis::kNoEvent);
+    const auto& call = model->event(flow.from_slice);
+    EXPECT_EQ(analysis::category_kind(model->cat(call)), analysis::EventKind::runtime) << model->cat(call);
+    if (&model->event(flow.to_slice) != fill) continue;
+    EXPECT_EQ(model->cat(call), "Runtime");
+    EXPECT_EQ(model->name(call), "cudaLaunchKernel");
+    EXPECT_EQ(call.ts_ns, 1638000000000060000);
+    ++launched;
+  }
+  EXPECT_EQ(launched, 1);
+  // The shared reading of categories (event_kind.h) gives the same kinds.
   const auto* kernel = first(*model, 'X', "void cudnn");
   ASSERT_TRUE(kernel);
   EXPECT_EQ(analysis::event_kind(model->cat(*kernel), kernel->ph), analysis::EventKind::kernel);
   EXPECT_EQ(analysis::event_kind("Memcpy", 'X'), analysis::EventKind::memcpy);
   EXPECT_EQ(analysis::event_kind("Memset", 'X'), analysis::EventKind::memset);
   EXPECT_EQ(analysis::event_kind("gpu_user_Annotation", 'X'), analysis::EventKind::gpu_annotation);
+  EXPECT_EQ(analysis::event_kind("Runtime", 'X'), analysis::EventKind::runtime);
   // The GPU process is a device by its events, as a current Kineto trace's is.
   for (const auto& process : model->processes()) {
     if (process.pid == 0 && process.pid_text == analysis::kNoString) {

@@ -5,7 +5,8 @@
 // Category names are those Kineto (torch.profiler) writes, which cudascope's traces share,
 // compared without regard to case: Kineto's names changed over the years (before April 2022,
 // PyTorch 1.8 to 1.11: "Kernel", "Memcpy", "Memset", "gpu_user_Annotation"; since: "kernel",
-// "gpu_memcpy", "gpu_memset", "gpu_user_annotation"; CPU ops were "Operator" before June 2021).
+// "gpu_memcpy", "gpu_memset", "gpu_user_annotation"; runtime calls were "Runtime" before
+// November 2021, PyTorch 1.8 to 1.10; CPU ops were "Operator" before June 2021).
 //
 // Thread-safety: pure functions.
 
@@ -20,7 +21,7 @@ enum class EventKind : std::uint8_t {
   memset,          // "gpu_memset" ("Memset")
   gpu_annotation,  // "gpu_user_annotation": an NVTX/record_function range projected on a stream
   nvtx,            // "nvtx", "user_annotation": ranges the program marked
-  runtime,         // "cuda_runtime"
+  runtime,         // "cuda_runtime" ("Runtime")
   driver,          // "cuda_driver"
   cpu_op,          // "cpu_op", "operator"
   python,          // "python_function"
