@@ -52,11 +52,7 @@ EventOrderTimelines build_event_order_timelines(const LoadedSnapshot& loaded) {
 
 QString LoadedSnapshot::userFrameText(analysis::StackId stack, qsizetype max_chars) const {
   const auto frame = frames->user_frame(stack);
-  if (!frame) return {};
-  // As analysis::Snapshot::frame_text() writes it, from the parts each cut.
-  const analysis::Frame& f = snapshot->frames.get(*frame);
-  return capped(snapshot->str(f.name), max_chars) + " (" + capped(snapshot->str(f.filename), max_chars) + ":" +
-         QString::number(f.line) + ")";
+  return frame ? frameLabel(*frame, /*full=*/true, max_chars) : QString();
 }
 
 bool LoadedSnapshot::userFrameLess(analysis::StackId a, analysis::StackId b) const {

@@ -27,8 +27,9 @@ struct LoadedSnapshot {
   // Per trace entry: the interval of `allocations` it begins or ends (UINT32_MAX: none).
   std::vector<uint32_t> interval_of_entry;
 
-  // "name (filename:line)" of the stack's user frame (what Frame columns show), its name and
-  // file name each cut to `max_chars` (capped_text.h); empty when the stack has no visible frame.
+  // The stack's user frame (what Frame columns show) as frameLabel(frame, true, max_chars)
+  // writes it: "name (filename:line)", name and file name each cut to `max_chars`
+  // (capped_text.h); empty when the stack has no visible frame.
   QString userFrameText(analysis::StackId stack, qsizetype max_chars = kMaxLabelChars) const;
   // Whether a's user frame comes before b's, by the whole name, then file name (UTF-8 bytes,
   // i.e. code point order), then line number; a stack without one first. The order of Frame
