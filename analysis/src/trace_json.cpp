@@ -290,8 +290,10 @@ bool parse_microseconds_as_ns(std::string_view text, std::int64_t& ns) {
   }
   if (digits == 0) return false;
   // Epoch microseconds have 16 digits (Kineto before 2024 wrote them so, as integers): a
-  // double holds them, but not times 1000, so they stay integers here.
-  if (digits <= 18 && whole <= (INT64_MAX - 1000) / 1000 && (i == text.size() || text[i] == '.')) {
+  // double holds them, but not times 1000, so they stay integers here. The bound admits values
+  // of 16 digits (up to 9223372036854774 us), no more: larger times do not fit in nanoseconds.
+  // A loop stopped past 18 digits leaves `i` on a digit, which the test of `i` refuses.
+  if (whole <= (INT64_MAX - 1000) / 1000 && (i == text.size() || text[i] == '.')) {
     std::int64_t fraction = 0;
     int scale = 0;
     bool round_up = false;

@@ -80,8 +80,10 @@ class JsonCursor {
 };
 
 // Trace times are microseconds written as decimals ("1234.567"); this gives nanoseconds
-// without going through a double for up to 18 integer digits (exact to the ns), rounding
-// further digits half away from zero. False when `text` is not a number.
+// without going through a double for up to 16 integer digits (whole microseconds up to
+// (INT64_MAX - 1000) / 1000, every epoch time; exact to the ns), rounding further fraction
+// digits half away from zero. False when `text` is not a number or its nanoseconds do not
+// fit in 64 bits.
 bool parse_microseconds_as_ns(std::string_view text, std::int64_t& ns);
 // An integer ("12", "-3", also "12.0" or "1e3" when whole). False otherwise.
 bool parse_integer(std::string_view text, std::int64_t& value);

@@ -118,6 +118,24 @@ TEST(TraceVersionsTest, Kineto2022IntegerEpochMicrosecondsAreExactNanoseconds) {
   EXPECT_EQ(analysis::validate_trace(*model), std::vector<std::string>{});
 }
 
+// Times are integers of nanoseconds: microseconds of up to 16 integer digits (every epoch time
+// in microseconds until the year 2262) are read exactly; past (INT64_MAX - 1000) / 1000 us no
+// time fits, and the event's "ts" is reported out of range.
+TEST(TraceVersionsTest, TimesOfSixteenIntegerDigitsAreExactAndLongerOnesOutOfRange) {
+  auto loaded = analysis::load_trace_text(
+      R"([{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":9223372036854774.999,"dur":1},)"
+      R"( {"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":9223372036854775,"dur":1},)"
+      R"( {"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":12345678901234567,"dur":1},)"
+      R"( {"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":123456789012345678,"dur":1}])",
+      "long");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const auto& model = *loaded.model;
+  ASSERT_GE(model.event_count(), 1u);
+  EXPECT_EQ(model.event(0).ts_ns, 9223372036854774999);
+  EXPECT_EQ(model.format_problems, (std::vector<std::string>{"event 1: \"ts\" is out of range", "event 2: \"ts\" is out of range",
+                                                             "event 3: \"ts\" is out of range"}));
+}
+
 // Kineto before April 2022 (PyTorch 1.8 to 1.11) named the GPU's categories "Kernel",
 // "Memcpy" and "Memset", and the GPU annotation "gpu_user_Annotation"; before November 2021
 // (PyTorch 1.8 to 1.10) its runtime calls were "Runtime".
