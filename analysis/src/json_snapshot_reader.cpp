@@ -73,15 +73,8 @@ class JsonDecoder {
     return true;
   }
 
-  // The newest entry of a block's "history" (PyTorch before 2.1).
-  struct History {
-    uint64_t real_size = 0;
-    bool have_real_size = false;
-    StackId stack = 0;
-  };
-
   bool stack(value v, const char* what, StackId& out);
-  bool block_history(value v, History& out);
+  bool block_history(value v, uint64_t* requested_size, StackId* stack);
   bool entry(value v, int device);
   bool block(value v);
   bool segment(value v, SnapshotBuilder::Missing& missing);
@@ -182,8 +175,7 @@ bool JsonDecoder::block(value v) {
   if (auto e = v.get_object().get(o)) return json_fail(e, "each block to be an object");
   Block blk;
   blk.address = kUnknownAddress;
-  bool have_state = false, have_size = false, have_requested = false, have_frames = false;
-  History history;
+  bool have_state = false, have_size = false, have_requested = false, have_frames = false, have_history = false;
   for (auto field : o) {
     std::string_view key;
     if (auto e = field.unescaped_key().get(key)) return json_fail(e, "a block field name");
@@ -200,20 +192,28 @@ bool JsonDecoder::block(value v) {
     else if (key == "address") ok = get_u64(val, "block", "address", blk.address);
     else if (key == "requested_size") ok = get_u64(val, "block", "requested_size", blk.requested_size), have_requested = true;
     else if (key == "frames") ok = stack(val, "block", blk.stack), have_frames = true;
-    else if (key == "history") ok = block_history(val, history);
+    else if (key == "history") have_history = true;  // read below, once the block's own fields are known
     if (!ok) return false;
   }
   if (!have_state || !have_size) return fail("expected 'state' and 'size' fields in each block");
-  if (!have_requested) blk.requested_size = history.have_real_size ? history.real_size : blk.size;
-  if (!have_frames) blk.stack = history.stack;
+  if (!have_requested) blk.requested_size = blk.size;
+  if (have_history && (!have_requested || !have_frames)) {
+    // The second pass compares raw keys: a key is unescaped only once (simdjson's rule).
+    value history;
+    if (auto e = o.reset().error()) return json_fail(e, "a block");
+    if (auto e = o.find_field_unordered("history").get(history)) return json_fail(e, "a block field 'history'");
+    if (!block_history(history, have_requested ? nullptr : &blk.requested_size, have_frames ? nullptr : &blk.stack))
+      return false;
+  }
   b_.snapshot().blocks.push_back(blk);
   return true;
 }
 
 // PyTorch before 2.1 kept a block's requested size (1.13) and stack (1.13, 2.0) only in its
 // "history" of allocations, newest first: torch/cuda/_memory_viz.py's _block_extra_legacy
-// reads the first entry's "real_size" and "frames", and so does this.
-bool JsonDecoder::block_history(value v, History& out) {
+// reads the first entry's "real_size" and "frames", and so does this, for what the block
+// lacks (`requested_size`, `stack` not null): the rule of the pickle reader's convert_history.
+bool JsonDecoder::block_history(value v, uint64_t* requested_size, StackId* stack_out) {
   simdjson::ondemand::array entries;
   if (auto e = v.get_array().get(entries)) return json_fail(e, "a list for block field 'history'");
   bool newest = true;
@@ -222,15 +222,18 @@ bool JsonDecoder::block_history(value v, History& out) {
     newest = false;
     simdjson::ondemand::object o;
     if (auto e = item.get_object().get(o)) return json_fail(e, "each entry of a block's 'history' to be an object");
+    bool have_real_size = false;
     for (auto field : o) {
       std::string_view key;
       if (auto e = field.unescaped_key().get(key)) return json_fail(e, "a block history field name");
       bool ok = true;
-      if (key == "real_size") ok = get_u64(field.value(), "block history", "real_size", out.real_size), out.have_real_size = true;
-      else if (key == "frames") ok = stack(field.value(), "block history", out.stack);
+      if (key == "real_size" && requested_size != nullptr)
+        ok = get_u64(field.value(), "block history", "real_size", *requested_size), have_real_size = true;
+      else if (key == "frames" && stack_out != nullptr) ok = stack(field.value(), "block history", *stack_out);
       if (!ok) return false;
     }
-    if (!out.have_real_size) return fail("expected a 'real_size' field in each entry of a block's 'history'");
+    if (requested_size != nullptr && !have_real_size)
+      return fail("expected a 'real_size' field in each entry of a block's 'history'");
   }
   return true;
 }

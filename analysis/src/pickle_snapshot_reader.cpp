@@ -197,7 +197,8 @@ class Decoder final : public PickleSink {
 
   // PyTorch before 2.1 kept a block's requested size (1.13) and stack (1.13, 2.0) only in its
   // "history" of allocations, newest first: torch/cuda/_memory_viz.py's _block_extra_legacy
-  // reads the first entry's "real_size" and "frames", and so does this.
+  // reads the first entry's "real_size" and "frames", and so does this, for what the block
+  // lacks (the JSON reader's block_history has the same rule).
   std::string convert_history(PickleMachine& m, const Container& d, Block& block) {
     const Value* v = m.dict_get(d, k_history);
     if (!v) return {};

@@ -6,7 +6,12 @@
 #include <cudascope/analysis/figures.h>
 #include <cudascope/analysis/file_kind.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace cudascope::analysis {
 namespace {
@@ -17,6 +22,44 @@ using testing::load_fixture;
 std::string top_frame(const Snapshot& snap, StackId stack) {
   const auto frames = snap.stack(stack);
   return frames.empty() ? std::string() : std::string(snap.str(snap.frames.get(frames.front()).name));
+}
+
+// `v` as a pickle (protocol 2) of dicts, lists, strings, non-negative integers and None, as
+// pickle.dumps writes them without a memo: the same snapshot for both readers.
+void append_pickle(const nlohmann::ordered_json& v, std::string& out) {
+  const auto little_endian = [&](std::uint64_t n, int bytes) {
+    for (int i = 0; i < bytes; ++i) out += static_cast<char>((n >> (8 * i)) & 0xff);
+  };
+  if (v.is_object()) {
+    out += "}(";  // EMPTY_DICT MARK
+    for (const auto& [key, value] : v.items()) {
+      append_pickle(key, out);
+      append_pickle(value, out);
+    }
+    out += 'u';  // SETITEMS
+  } else if (v.is_array()) {
+    out += "](";  // EMPTY_LIST MARK
+    for (const auto& item : v) append_pickle(item, out);
+    out += 'e';  // APPENDS
+  } else if (v.is_string()) {
+    const std::string& text = v.get_ref<const std::string&>();
+    out += 'X';  // BINUNICODE
+    little_endian(text.size(), 4);
+    out += text;
+  } else if (v.is_number_integer()) {
+    out += '\x8a';  // LONG1: 8 bytes and a 0 byte keep it positive
+    out += '\x09';
+    little_endian(v.get<std::uint64_t>(), 8);
+    out += '\0';
+  } else {
+    out += 'N';  // NONE
+  }
+}
+
+std::string as_pickle(const nlohmann::ordered_json& v) {
+  std::string out = "\x80\x02";  // PROTO 2
+  append_pickle(v, out);
+  return out + '.';  // STOP
 }
 
 // PyTorch before 2.1: blocks carry no "requested_size" (1.13) and no "frames"; both are in
@@ -46,6 +89,61 @@ TEST(SnapshotVersionsTest, Pt113HistoryGivesRequestedBytesAndStacks) {
     EXPECT_EQ(top_frame(snap, snap.blocks[1].stack), "step");
     EXPECT_EQ(snap.blocks[3].requested_size, 8000000u);
     EXPECT_EQ(snap.stack(snap.blocks[3].stack).size(), 0u) << "a history entry without frames";
+  }
+}
+
+// A block's "history" stands in only for what the block lacks: its newest entry's "real_size"
+// where the block has no "requested_size", its "frames" where the block has none. An entry
+// without "real_size" is fine beside a block's own requested size, and the frames of an entry
+// the block does not use are not read. One rule for the pickle and the JSON reader, wherever
+// "history" comes among the block's keys.
+TEST(SnapshotVersionsTest, HistoryGivesOnlyWhatTheBlockLacks) {
+  using json = nlohmann::ordered_json;  // keys in the order written here
+  const std::uint64_t a = 139637976727552;
+  const auto frames = [](const char* name) {
+    return json::array({json::object({{"filename", "train.py"}, {"name", name}, {"line", 7}})});
+  };
+  const auto entry = [&](std::uint64_t addr, const char* frame) { return json::object({{"addr", addr}, {"frames", frames(frame)}}); };
+  json used_by_none = entry(a, "never_read");
+  used_by_none["real_size"] = 999;
+  const json blocks = json::array({
+      // Its own requested size and frames: the history, first here, is not read at all.
+      json::object({{"history", json::array({used_by_none})},
+                    {"size", 1024},
+                    {"requested_size", 1000},
+                    {"state", "active_allocated"},
+                    {"frames", frames("forward")}}),
+      // Its own requested size, no frames: the newest entry's frames, though it has no "real_size".
+      json::object({{"size", 512},
+                    {"requested_size", 400},
+                    {"state", "active_allocated"},
+                    {"history", json::array({entry(a + 1024, "step"), entry(a + 1024, "older")})}}),
+      json::object({{"size", 2097152 - 1536}, {"state", "inactive"}}),
+  });
+  const json segment = json::object({{"device", 0},
+                                     {"address", a},
+                                     {"total_size", 2097152},
+                                     {"allocated_size", 1536},
+                                     {"active_size", 1536},
+                                     {"stream", 0},
+                                     {"segment_type", "small"},
+                                     {"blocks", blocks}});
+  const json snapshot = json::object({{"segments", json::array({segment})}, {"device_traces", json::array({json::array()})}});
+  for (const bool pickle : {false, true}) {
+    SCOPED_TRACE(pickle ? "pickle" : "JSON");
+    const auto loaded = pickle ? load_snapshot_from_bytes(as_pickle(snapshot), "history.pickle")
+                               : load_snapshot_from_bytes(snapshot.dump(), "history.json");
+    ASSERT_TRUE(loaded) << loaded.error().message();
+    const Snapshot& snap = loaded.value();
+    ASSERT_EQ(snap.blocks.size(), 3u);
+    EXPECT_EQ(snap.blocks[0].requested_size, 1000u);
+    EXPECT_EQ(top_frame(snap, snap.blocks[0].stack), "forward");
+    EXPECT_EQ(snap.blocks[1].requested_size, 400u);
+    EXPECT_EQ(top_frame(snap, snap.blocks[1].stack), "step");
+    std::vector<std::string> frames;
+    for (std::size_t i = 0; i < snap.frames.size(); ++i) frames.emplace_back(snap.str(snap.frames.get(FrameId(i)).name));
+    EXPECT_EQ(frames, (std::vector<std::string>{"forward", "step"})) << "no frame of a history entry the block does not use";
+    EXPECT_EQ(compute_figures(snap).requested_bytes, 1400u);
   }
 }
 
