@@ -328,5 +328,37 @@ TEST(ReaderIntegrityTest, AUtf8ByteOrderMarkBeforeJsonIsSkipped) {
   EXPECT_EQ(marked.error().expected, plain.error().expected);
 }
 
+// The mark belongs before text only: before a pickle's bytes it is no mark, and the file is
+// refused as any file whose first byte starts neither a pickle nor JSON is, naming byte 0.
+TEST(ReaderIntegrityTest, AUtf8ByteOrderMarkBeforeAPickleIsRefused) {
+  const std::string marked = "\xEF\xBB\xBF" + testing::read_file(data_path("snap_small_p5.pickle"));
+  ASSERT_TRUE(load_snapshot(data_path("snap_small_p5.pickle"))) << "the pickle itself loads";
+  const auto refused = load_snapshot_from_bytes(marked, "marked.pickle");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().offset, 0u);
+  EXPECT_EQ(refused.error().expected, "expected a pickle (protocol 2-5, first byte 0x80) or a JSON object, found byte 0xef");
+  for (const bool gz : {false, true}) {
+    SCOPED_TRACE(gz ? "gzip" : "plain");
+    const std::string path = temp_path(std::string("bom.pickle") + (gz ? ".gz" : ""));
+    put_bytes(path, gz ? gzip(marked) : marked);
+    const auto kind = detect_file_kind(path);
+    ASSERT_FALSE(kind);
+    EXPECT_EQ(kind.error().offset, 0u);
+    EXPECT_EQ(kind.error().expected,
+              "expected an allocator snapshot (a pickle or a JSON object) or a trace (JSON), found byte 0xef");
+    const auto loaded = load_snapshot(path);
+    ASSERT_FALSE(loaded);
+    EXPECT_EQ(loaded.error().offset, 0u);
+    EXPECT_EQ(loaded.error().expected, refused.error().expected);
+    std::remove(path.c_str());
+  }
+  // Before JSON, whitespace first or not, and before nothing (an empty text file), it is a mark.
+  EXPECT_TRUE(load_snapshot_from_bytes("\xEF\xBB\xBF\r\n{\"segments\": [], \"device_traces\": []}", "crlf.json"));
+  const auto empty = load_snapshot_from_bytes("\xEF\xBB\xBF", "empty.json");
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().offset, 3u);
+  EXPECT_EQ(empty.error().expected, "expected a snapshot (pickle or JSON), found an empty file");
+}
+
 }  // namespace
 }  // namespace cudascope::analysis

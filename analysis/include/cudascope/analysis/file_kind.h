@@ -5,7 +5,8 @@
 // "schemaVersion"/"deviceProperties"/..., cudascope's header), a snapshot when it is a
 // snapshot's ("segments", "device_traces", ...); a bare JSON array is a snapshot when its
 // first object is a segment (torch.cuda.memory_snapshot() dumped as JSON), else a trace's
-// events. Gzip and a UTF-8 byte-order mark are looked through. Reads only the first MiB.
+// events. Gzip and a UTF-8 byte-order mark before JSON are looked through (before a pickle
+// the mark is refused as its first byte). Reads only the first MiB.
 
 #include <cudascope/analysis/load_error.h>
 

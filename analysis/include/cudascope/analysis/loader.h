@@ -1,7 +1,8 @@
 #pragma once
 // Loading allocator snapshots: PyTorch's pickles (torch.cuda.memory._dump_snapshot,
 // protocols 2 to 5) and cudascope's JSON, each plain or gzip-compressed, told apart by
-// their first bytes rather than by file name (JSON may start with a UTF-8 byte-order mark).
+// their first bytes rather than by file name (JSON may start with a UTF-8 byte-order mark;
+// a pickle may not).
 //
 // The loaders stream (bounded buffers, records converted as they are read), report
 // progress, honour a cancellation flag, and never throw or crash on bad input: they return
