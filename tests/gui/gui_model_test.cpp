@@ -1296,6 +1296,8 @@ TEST(GuiHugeNameTest, SnapshotCellsShowABoundedPrefixOfAHugeFrameNameAndKeepItWh
   ASSERT_EQ(stack.rowCount(), 1);
   EXPECT_EQ(stack.index(0).data().toString(), shown);
   expect_bounded_tooltip(stack.index(0), huge);
+  EXPECT_TRUE(stack.index(0).data(FullTextRole).toString().toStdString() == huge + " (train.py:13)")
+      << "copying the row takes the whole frame";
   EXPECT_TRUE(stack.copyText().contains(QString::fromStdString(huge + " (train.py:13)"))) << "Copy takes the whole stack";
 
   CompareModel compare;
@@ -1331,6 +1333,28 @@ TEST(GuiHugeNameTest, FrameColumnsSortByWholeNamesThatReadAlikeWhenCut) {
     const std::vector<qulonglong> want = order == Qt::AscendingOrder ? std::vector<qulonglong>{13, 14, 12} : std::vector<qulonglong>{12, 14, 13};
     EXPECT_EQ(lines, want);
   }
+}
+
+TEST(GuiHugeNameTest, AFoldedRunOfHugeCppFramesIsCutInItsRowAndKeptWholeForCopying) {
+  // Two C++ library frames of the dispatcher's kind (no location): one folded row.
+  const std::string first = "at::native::first_" + std::string(100'000, 'f');
+  const std::string last = "at::native::last_" + std::string(100'000, 'l');
+  auto loaded = load_json(snapshot_json({"train_step"}, {first + "(int)", last + "(int)"}));
+  ASSERT_TRUE(loaded);
+  StackModel stack;
+  tester(&stack);
+  stack.setStack(loaded, loaded->snapshot->trace[0].stack);
+  ASSERT_EQ(stack.rowCount(), 2) << "the folded run, then the user frame";
+  const QModelIndex fold = stack.index(0);
+  ASSERT_EQ(fold.data(StackModel::FoldRole).toInt(), 2);
+  EXPECT_EQ(fold.data().toString(), QStringLiteral("\u25b8 2 C++ library frames: %1 \u2026 %2")
+                                        .arg(cut_to(first, kMaxLabelChars), cut_to(last, kMaxLabelChars)));
+  EXPECT_TRUE(fold.data(FullTextRole).toString() == QStringLiteral("\u25b8 2 C++ library frames: %1 \u2026 %2")
+                                                        .arg(QString::fromStdString(first), QString::fromStdString(last)))
+      << "short names (no parameters), uncut: " << fold.data(FullTextRole).toString().left(80).toStdString();
+  stack.setFullNames(true);
+  EXPECT_TRUE(fold.data(FullTextRole).toString().contains(QString::fromStdString(last + "(int) (??:0)")));
+  EXPECT_EQ(stack.index(1).data(FullTextRole).toString(), stack.index(1).data().toString()) << "a short frame: as shown";
 }
 
 }  // namespace

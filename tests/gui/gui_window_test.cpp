@@ -1396,5 +1396,41 @@ TEST(GuiHugeNameWindowTest, EveryViewOfAFortyMegabyteFrameNameOpensWithinAMemory
   EXPECT_LT(peak_added(base), kHugeNameBudgetKiB);
 }
 
+// Ctrl+C in the stack list under a snapshot's table copies the current frame whole, as the
+// tables above it copy a cell, not the prefix its row shows.
+TEST(GuiHugeNameWindowTest, CtrlCInATablesStackListCopiesTheWholeFrame) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  const std::string huge = "huge_name_" + std::string(1'000'000, 'x');
+  const QString path = dir.filePath("huge_frame.json");
+  std::ofstream(path.toStdString()) << testing::snapshot_json({"train_step", huge});
+  MainWindow w;
+  w.show();
+  w.openFile(path);
+  ASSERT_TRUE(wait_for(&w, SIGNAL(snapshotShown()))) << w.lastError().toStdString();
+  SnapshotPage* page = w.snapshotPage();
+  int copied_rows = 0;
+  for (RecordTablePage* table : {page->traceTable(), page->blockTable()}) {
+    page->tabs()->setCurrentWidget(table);
+    table->table()->selectRow(1);  // the allocation from the huge frame: the list shows its stack
+    QApplication::processEvents();
+    QListView* list = table->stackView();
+    const int user = table->stackModel()->userRow();
+    ASSERT_GE(user, 0);
+    ASSERT_EQ(list->model()->index(user, 0).data().toString().size(), kMaxLabelChars + 1 + QStringLiteral(" (train.py:13)").size())
+        << "the row shows a prefix";
+    QApplication::clipboard()->clear();
+    list->setFocus();
+    list->setCurrentIndex(list->model()->index(user, 0));
+    QTest::keyClick(list, Qt::Key_C, Qt::ControlModifier);
+    const QString copied = QApplication::clipboard()->text();
+    EXPECT_EQ(copied.size(), qsizetype(huge.size() + std::string(" (train.py:13)").size()));
+    EXPECT_TRUE(copied.toStdString() == huge + " (train.py:13)") << copied.left(80).toStdString();
+    ++copied_rows;
+  }
+  EXPECT_EQ(copied_rows, 2);
+}
+
 }  // namespace
 }  // namespace cudascope::gui

@@ -15,13 +15,16 @@ inline std::string huge_name_trace(const std::string& name) {
 }
 
 // A snapshot in PyTorch's JSON schema, one allocation (and live block) per name, each from a
-// frame of that name at train.py:12, 13, ... under the allocator's own (hidden) frame.
-inline std::string snapshot_json(const std::vector<std::string>& names) {
+// frame of that name at train.py:12, 13, ... under the allocator's own (hidden) frame and,
+// between the two, C++ frames (no location) named `cpp_frames`, innermost first.
+inline std::string snapshot_json(const std::vector<std::string>& names, const std::vector<std::string>& cpp_frames = {}) {
+  std::string cpp;
+  for (const std::string& name : cpp_frames) cpp += R"js({"name": ")js" + name + R"js(", "filename": "??", "line": 0}, )js";
   std::string entries, blocks;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string frames =
-        R"js([{"name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)", "filename": "??", "line": 0}, {"name": ")js" +
-        names[i] + R"js(", "filename": "train.py", "line": )js" + std::to_string(12 + i) + "}]";
+        R"js([{"name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)", "filename": "??", "line": 0}, )js" +
+        cpp + R"js({"name": ")js" + names[i] + R"js(", "filename": "train.py", "line": )js" + std::to_string(12 + i) + "}]";
     const std::string address = std::to_string(1048576 + 512 * i), sep = i ? "," : "";
     entries += sep + R"({"action": "alloc", "addr": )" + address + R"(, "size": 512, "stream": 0, "time_us": )" +
                std::to_string(10 + i) + R"(, "frames": )" + frames + "}";

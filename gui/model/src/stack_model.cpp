@@ -85,17 +85,22 @@ int StackModel::userRow() const {
   return -1;
 }
 
+QString StackModel::rowText(size_t row, qsizetype max_chars) const {
+  const Row& r = rows_[row];
+  const analysis::FrameId frame = frames_[r.first];
+  if (r.count == 1) return loaded_->frameLabel(frame, full_names_, max_chars);
+  return QStringLiteral("\u25b8 %1 C++ library frames: %2 \u2026 %3")
+      .arg(r.count)
+      .arg(loaded_->frameLabel(frame, full_names_, max_chars),
+           loaded_->frameLabel(frames_[r.first + r.count - 1], full_names_, max_chars));
+}
+
 QString StackModel::label(size_t row) const {
   // Made once per row: a short name is shortened from the whole name, too slow for every
   // repaint of a name of megabytes.
   QString& text = labels_[row];
-  if (!text.isNull()) return text;
-  const Row& r = rows_[row];
-  const analysis::FrameId frame = frames_[r.first];
-  if (r.count == 1) return text = loaded_->frameLabel(frame, full_names_);
-  return text = QStringLiteral("\u25b8 %1 C++ library frames: %2 \u2026 %3")
-                    .arg(r.count)
-                    .arg(loaded_->frameLabel(frame, full_names_), loaded_->frameLabel(frames_[r.first + r.count - 1], full_names_));
+  if (text.isNull()) text = rowText(row, kMaxLabelChars);
+  return text;
 }
 
 QString StackModel::copyText() const { return loaded_ ? loaded_->fullStackText(stack_) : QString(); }
@@ -109,6 +114,7 @@ QVariant StackModel::data(const QModelIndex& index, int role) const {
   if (r.count > 1) {
     switch (role) {
       case Qt::DisplayRole: return label(size_t(index.row()));
+      case FullTextRole: return rowText(size_t(index.row()), kWhole);
       case Qt::ToolTipRole: {
         QString text;
         for (size_t k = r.first; k < r.first + r.count; ++k) text += loaded_->frameLabel(frames_[k], true) + '\n';
@@ -121,6 +127,7 @@ QVariant StackModel::data(const QModelIndex& index, int role) const {
   }
   switch (role) {
     case Qt::DisplayRole: return label(size_t(index.row()));
+    case FullTextRole: return rowText(size_t(index.row()), kWhole);
     case Qt::ToolTipRole: return frame_tooltip(*loaded_, frame);
     case Qt::UserRole: return loaded_->frames->user(frame);
     case FoldRole: return 0;

@@ -94,6 +94,7 @@ RecordTablePage::RecordTablePage(Kind kind, QWidget* parent) : QWidget(parent), 
   auto* stack_view = stack_view_ = new QListView;
   stack_view->setModel(stack_);
   stack_view->setWordWrap(false);
+  copyWholeCells(stack_view);  // a frame uncut, not the prefix its row shows
   stack_view->setItemDelegate(new UserFrameDelegate(stack_view));
   auto* stack_panel = new QWidget;
   auto* stack_layout = new QVBoxLayout(stack_panel);

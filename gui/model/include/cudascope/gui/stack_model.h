@@ -7,7 +7,8 @@
 //
 // Roles: DisplayRole the row's text; ToolTipRole the full text (a fold: every frame in it);
 // names and file names cut to kMaxLabelChars, in a frame's tooltip to kMaxTooltipNameChars
-// with the whole length (capped_text.h); copyText() cuts nothing.
+// with the whole length (capped_text.h); FullTextRole the row's text uncut (what copying
+// the row takes); copyText() cuts nothing.
 // Qt::UserRole true for user frames (bold in views; the one Frame columns show is
 // userRow()); FoldRole the number of frames a folded row holds (0 for a frame).
 
@@ -48,7 +49,8 @@ class StackModel : public QAbstractListModel {
     size_t first = 0, count = 1;  // frames_[first, first + count); count > 1: a folded run
   };
   void rebuild();
-  QString label(size_t row) const;  // DisplayRole
+  QString rowText(size_t row, qsizetype max_chars) const;  // names and file names cut to max_chars
+  QString label(size_t row) const;                          // DisplayRole: rowText(row, kMaxLabelChars), cached
   std::shared_ptr<const LoadedSnapshot> loaded_;
   analysis::StackId stack_ = 0;
   bool show_hidden_ = false;

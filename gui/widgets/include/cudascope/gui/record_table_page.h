@@ -4,6 +4,7 @@
 // and the stack of the selected row (allocator and unwinder frames hidden unless asked,
 // the user frame selected and scrolled into view). Rows open in file order; a header click
 // sorts. A row the user picks is announced (recordActivated) so the other views follow.
+// Ctrl+C in the table or the stack list copies the current cell's whole text (cell_copy.h).
 
 #include <cudascope/gui/loaded_snapshot.h>
 
@@ -30,6 +31,7 @@ class RecordTablePage : public QWidget {
   RecordTableModel* model() const { return model_; }
   QTableView* table() const { return table_; }
   StackModel* stackModel() const { return stack_; }
+  QListView* stackView() const { return stack_view_; }
   QLineEdit* frameFilter() const { return frame_; }
   QLabel* statusLabel() const { return status_; }
   // Selects the next row covering `address` / whose stack mentions `text`; false if none.
