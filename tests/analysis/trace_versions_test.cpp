@@ -297,7 +297,8 @@ TEST(TraceVersionsTest, APidOrTidWrittenAsADecimalStringIsTheProcessAndThreadOfT
   EXPECT_EQ(analysis::validate_trace(model), std::vector<std::string>{}) << "no E without its B";
   // The viewer's rows: one process "trainer (1)" with one thread row of two lanes.
   std::vector<std::string> rows;
-  for (const auto& row : analysis::TimelineIndex::build(model).rows()) rows.push_back(row.label + "/" + std::to_string(row.lanes));
+  const auto index = analysis::TimelineIndex::build(model);  // rows() refers into it: not a temporary
+  for (const auto& row : index.rows()) rows.push_back(row.label + "/" + std::to_string(row.lanes));
   EXPECT_EQ(rows, (std::vector<std::string>{"trainer (1)/1", "main/2", "process Spans/1", "thread 07/1"}));
   // Our own writer promises numbers: there the text is still reported.
   auto own = analysis::load_trace_text(
