@@ -75,6 +75,16 @@ void TraceParser::report(std::string line) {
   else if (problems.size() == kMaxProblems) problems.emplace_back();  // how many more: finish_model
 }
 
+// Past the listed ones, the line goes before the empty one that will say how many more there
+// are; nothing is reported after it, the reading having ended.
+void TraceParser::report_listed(std::string line) {
+  TraceModel& model = builder_.model();
+  auto& problems = model.format_problems;
+  ++model.format_problem_count;
+  const bool capped = problems.size() > kMaxProblems;
+  problems.insert(capped ? problems.end() - 1 : problems.end(), std::move(line));
+}
+
 JsonStatus TraceParser::run(TracePhase phase) {
   phase_ = phase;
   JsonStatus s = JsonStatus::ok;
@@ -112,7 +122,7 @@ JsonStatus TraceParser::run(TracePhase phase) {
 // Reports the damage the cursor stopped at and reads the rest of the input unparsed, so that
 // the input's own end (gzip's trailer) is still checked.
 JsonStatus TraceParser::read_past_damage() {
-  report("byte " + std::to_string(base_ + cursor_.error_offset()) + ": " + cursor_.message() +
+  report_listed("byte " + std::to_string(base_ + cursor_.error_offset()) + ": " + cursor_.message() +
          " (after the events array: its events are read, the rest of the file is not)");
   error_.clear();
   cursor_.skip_to_end();

@@ -67,7 +67,10 @@ class TraceParser {
   JsonStatus id_value(TraceIdValue& value, std::string& text, const char* field);
   JsonStatus time_value(std::int64_t& ns, bool& has, const char* field);
   void problem(const std::string& what);  // about the event being read
+  // A format problem: listed while fewer than a few hundred are, else only counted.
   void report(std::string line);
+  // A format problem listed however many came before it (the damage that ends the reading).
+  void report_listed(std::string line);
   JsonStatus syntax();
 
   util::ByteReader& reader_;

@@ -282,3 +282,40 @@ TEST(TraceLoaderTest, ProblemsPastTheListedOnesAreCountedInTheNote) {
             notes.end())
       << ::testing::PrintToString(notes);
 }
+
+// Damage after a whole events array ends the reading; however many event problems came before
+// it, its line is listed (with the byte), before the count of those not listed.
+TEST(TraceLoaderTest, DamageAfterTheEventsIsListedPastTheListedProblems) {
+  constexpr int kEvents = 250;
+  std::string text = "{\"traceEvents\": [";
+  for (int i = 0; i < kEvents; ++i) {
+    text += std::string(i ? "," : "") + R"({"ph":"X","name":"k","pid":1,"tid":1,"ts":)" + std::to_string(i) + R"(,"dur":-1})";
+  }
+  text += R"(], "traceName": "C:\Users\dev\trace.json"})";
+  const std::string damage = "byte " + std::to_string(text.find("Users")) +
+                             ": unknown escape in a string (after the events array: its events are read, the rest of the file is not)";
+  const auto loaded = analysis::load_trace_text(text, "noisy");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const auto& model = *loaded.model;
+  EXPECT_EQ(model.event_count(), static_cast<std::size_t>(kEvents));
+  EXPECT_EQ(model.format_problem_count, static_cast<std::uint64_t>(kEvents + 1));
+  const auto& problems = model.format_problems;
+  ASSERT_GE(problems.size(), 3u);
+  EXPECT_EQ(problems[0], "event 0: negative \"dur\"");
+  EXPECT_EQ(problems[problems.size() - 2], damage);
+  EXPECT_EQ(problems.back(), "(" + std::to_string(kEvents + 1 - (problems.size() - 1)) + " more problems not listed)");
+  EXPECT_LT(problems.size(), static_cast<std::size_t>(kEvents));
+  const auto checked = analysis::validate_trace(model);
+  EXPECT_NE(std::find(checked.begin(), checked.end(), damage), checked.end()) << "--check names the damaged byte";
+  EXPECT_NE(std::find(model.notes.begin(), model.notes.end(), std::to_string(kEvents + 1) + " format problems (see --check)"),
+            model.notes.end())
+      << ::testing::PrintToString(model.notes);
+  // The viewer's follower lists it alike.
+  const std::string path = temp_path("noisy_damaged.json");
+  write_text(path, text);
+  analysis::TraceFollower follower(path);
+  EXPECT_EQ(follower.poll(), kEvents) << follower.error();
+  EXPECT_TRUE(follower.finished());
+  EXPECT_EQ(follower.model().format_problems, problems);
+  std::filesystem::remove(path);
+}

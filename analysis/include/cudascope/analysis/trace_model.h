@@ -188,7 +188,8 @@ class TraceModel {
   // its last complete event", "3 events without \"ph\" skipped", ...).
   std::vector<std::string> notes;
   // Violations of the trace format's rules met while reading (wrong field types), each
-  // naming the event index; at most a few hundred are kept, then a line with how many more.
+  // naming the event index or the byte; at most a few hundred are kept (and the damage after
+  // the events array that ended the reading, always), then a line with how many more.
   std::vector<std::string> format_problems;
   std::uint64_t format_problem_count = 0;  // all of them, listed or not
 
