@@ -50,6 +50,7 @@ namespace {
 
 using analysis::testing::data_path;
 using analysis::testing::expected_stats;
+using testing::huge_key_trace;
 using testing::huge_name_trace;
 using testing::snapshot_json;
 
@@ -1236,6 +1237,31 @@ TEST(GuiHugeNameTest, TraceCellsShowABoundedPrefixOfAHugeNameAndKeepItWhole) {
     expect_bounded_tooltip(name, huge);
   }
   EXPECT_EQ(huge_rows, 2) << "the kernel and the annotation";
+}
+
+TEST(GuiHugeNameTest, AnArgKeyOfAnyLengthIsCutInItsCellAndKeptWholeForCopying) {
+  const std::string key = "key_" + std::string(2'000'000, 'k');
+  QTemporaryDir dir;
+  auto doc = open_trace(write_file(dir, "huge_key.json", huge_key_trace(key)));
+  ASSERT_TRUE(doc);
+  ASSERT_EQ(doc->model().event_count(), 1u);
+  EventDetailsModel details;
+  tester(&details);
+  details.setEvent(doc.get(), 0);
+  int keyed_rows = 0;
+  for (int r = 0; r < details.rowCount(); ++r) {
+    if (details.index(r, EventDetailsModel::Value).data().toString() != "key_value") continue;
+    ++keyed_rows;
+    const QModelIndex field = details.index(r, EventDetailsModel::Field);
+    EXPECT_EQ(field.data().toString(), cut_to(key, kMaxLabelChars));
+    expect_bounded_tooltip(field, key);
+    EXPECT_TRUE(field.data(FullTextRole).toString().toStdString() == key) << "copying takes the whole key";
+  }
+  EXPECT_EQ(keyed_rows, 1);
+  const QModelIndex name = details.index(0, EventDetailsModel::Field);  // a short field: as shown
+  ASSERT_EQ(name.data().toString(), "Name");
+  EXPECT_EQ(name.data(FullTextRole), name.data());
+  EXPECT_EQ(name.data(Qt::ToolTipRole), name.data());
 }
 
 TEST(GuiHugeNameTest, TheSummarySortsByWholeNamesThatReadAlikeWhenCut) {

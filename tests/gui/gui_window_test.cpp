@@ -1432,5 +1432,38 @@ TEST(GuiHugeNameWindowTest, CtrlCInATablesStackListCopiesTheWholeFrame) {
   EXPECT_EQ(copied_rows, 2);
 }
 
+// Ctrl+C on an arg's key in the event details copies the whole key, not the prefix its cell
+// shows.
+TEST(GuiHugeNameWindowTest, CtrlCInTheDetailsCopiesAWholeArgKey) {
+  if (const std::string problem = display_problem(); !problem.empty()) GTEST_SKIP() << problem;
+  ensure_app();
+  QTemporaryDir dir;
+  const std::string key = "key_" + std::string(1'000'000, 'k');
+  const QString path = dir.filePath("huge_key.json");
+  std::ofstream(path.toStdString()) << testing::huge_key_trace(key);
+  MainWindow w;
+  w.show();
+  TracePage* page = open_trace(w, path);
+  ASSERT_NE(page, nullptr) << w.lastError().toStdString();
+  page->searchBox()->setText("keyed_kernel");
+  ASSERT_TRUE(page->findNext());
+  auto* details = qobject_cast<QTableView*>(page->panels()->widget(0));
+  ASSERT_NE(details, nullptr);
+  page->panels()->setCurrentWidget(details);
+  int copied_rows = 0;
+  for (int r = 0; r < details->model()->rowCount(); ++r) {
+    if (details->model()->index(r, EventDetailsModel::Value).data().toString() != "key_value") continue;
+    QApplication::clipboard()->clear();
+    details->setFocus();
+    details->setCurrentIndex(details->model()->index(r, EventDetailsModel::Field));
+    QTest::keyClick(details, Qt::Key_C, Qt::ControlModifier);
+    const QString copied = QApplication::clipboard()->text();
+    EXPECT_EQ(copied.size(), qsizetype(key.size()));
+    EXPECT_TRUE(copied.toStdString() == key) << copied.left(80).toStdString();
+    ++copied_rows;
+  }
+  EXPECT_EQ(copied_rows, 1);
+}
+
 }  // namespace
 }  // namespace cudascope::gui

@@ -14,6 +14,12 @@ inline std::string huge_name_trace(const std::string& name) {
          R"({"ph":"X","cat":"kernel","name":"small_kernel","ts":80,"dur":5,"pid":0,"tid":7,"args":{"stream":7}}]})";
 }
 
+// A trace of one kernel, "keyed_kernel", whose args hold "key_value" under the key `key`.
+inline std::string huge_key_trace(const std::string& key) {
+  return R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"keyed_kernel","ts":0,"dur":10,"pid":0,"tid":7,"args":{"stream":7,")" +
+         key + R"(":"key_value"}}]})";
+}
+
 // A snapshot in PyTorch's JSON schema, one allocation (and live block) per name, each from a
 // frame of that name at train.py:12, 13, ... under the allocator's own (hidden) frame and,
 // between the two, C++ frames (no location) named `cpp_frames`, innermost first.

@@ -126,14 +126,23 @@ void EventDetailsModel::setEvent(TraceDocument* doc, quint32 event) {
 }
 
 void EventDetailsModel::add(QString field, std::string_view value, quint32 target) {
-  Row row{capped(std::move(field), kMaxLabelChars), capped(value, kMaxLabelChars), target, {}};
-  if (value.size() > std::size_t(kMaxLabelChars)) row.whole.assign(value);  // kept as UTF-8: half a QString's size
+  Row row;
+  // What a cell may cut is kept whole as UTF-8 (half a QString's size) for copying and tooltips.
+  if (field.size() > kMaxLabelChars) row.whole_field = field.toStdString();  // an arg's key
+  if (value.size() > std::size_t(kMaxLabelChars)) row.whole_value.assign(value);
+  row.field = capped(std::move(field), kMaxLabelChars);
+  row.value = capped(value, kMaxLabelChars);
+  row.target = target;
   rows_.push_back(std::move(row));
 }
 
 void EventDetailsModel::add(QString field, const QString& value) {
   if (value.size() > kMaxLabelChars) return add(std::move(field), value.toStdString());
-  rows_.push_back({capped(std::move(field), kMaxLabelChars), value});
+  Row row;
+  if (field.size() > kMaxLabelChars) row.whole_field = field.toStdString();
+  row.field = capped(std::move(field), kMaxLabelChars);
+  row.value = value;
+  rows_.push_back(std::move(row));
 }
 
 QString EventDetailsModel::value(const QString& field) const {
@@ -148,10 +157,11 @@ int EventDetailsModel::columnCount(const QModelIndex& parent) const { return par
 QVariant EventDetailsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
   const Row& r = rows_[size_t(index.row())];
-  const bool cut = index.column() == Value && !r.whole.empty();
-  if (role == Qt::DisplayRole) return index.column() == Field ? r.field : r.value;
-  if (role == Qt::ToolTipRole) return cut ? cappedTooltip(r.whole) : data(index, Qt::DisplayRole);
-  if (role == FullTextRole) return cut ? QString::fromStdString(r.whole) : data(index, Qt::DisplayRole);
+  const QString& shown = index.column() == Field ? r.field : r.value;
+  const std::string& whole = index.column() == Field ? r.whole_field : r.whole_value;  // empty: nothing cut
+  if (role == Qt::DisplayRole) return shown;
+  if (role == Qt::ToolTipRole) return whole.empty() ? shown : cappedTooltip(whole);
+  if (role == FullTextRole) return whole.empty() ? shown : QString::fromStdString(whole);
   if (role == Qt::UserRole) return r.target == kNone ? QVariant() : QVariant(r.target);
   return {};
 }

@@ -7,8 +7,9 @@
 // collective_key), then what a CUDA user looks for first - correlation id, grid, block,
 // bytes, stream, device - then every other arg, and one row per flow arrow (launch <->
 // kernel) whose Qt::UserRole is the event at its other end (to jump there).
-// A cell shows at most kMaxLabelChars of a name or value, its tooltip at most
-// kMaxTooltipNameChars and the whole length, FullTextRole the value uncut (capped_text.h).
+// A cell (a field, i.e. an arg's key, or a value) shows at most kMaxLabelChars of its text,
+// its tooltip at most kMaxTooltipNameChars and the whole length, FullTextRole the text uncut
+// (capped_text.h).
 
 #include <cudascope/gui/trace_document.h>
 
@@ -42,9 +43,9 @@ class EventDetailsModel : public QAbstractTableModel {
 
  private:
   struct Row {
-    QString field, value;    // as the cells show them
-    quint32 target = kNone;  // flow rows: the event at the other end
-    std::string whole;       // the value uncut where it may have been cut, else empty
+    QString field, value;                 // as the cells show them
+    quint32 target = kNone;               // flow rows: the event at the other end
+    std::string whole_field, whole_value;  // each uncut where its cell may cut it, else empty
   };
   void add(QString field, std::string_view value, quint32 target = kNone);
   void add(QString field, const QString& value);
