@@ -4,6 +4,7 @@
 #include <cudascope/analysis/event_kind.h>
 #include <cudascope/analysis/rank_summary.h>
 
+#include "category_kinds.h"
 #include "launch_scopes.h"
 
 #include <algorithm>
@@ -138,22 +139,6 @@ GroupOfKernel group_of(const TraceModel& model, std::uint32_t kernel, Collective
   return g;
 }
 
-// Whether an event's category is a kernel's (event_kind.h), decided once per category: the
-// rule's test (is_communication_kernel_event) reads the category for every event it is given.
-class KernelCategories {
- public:
-  explicit KernelCategories(const TraceModel& model) : model_(model) {}
-  bool operator()(const TraceModel::Event& e) {
-    auto [it, added] = known_.try_emplace(e.cat, false);
-    if (added) it->second = category_kind(model_.cat(e)) == EventKind::kernel;
-    return it->second;
-  }
-
- private:
-  const TraceModel& model_;
-  std::unordered_map<std::uint32_t, bool> known_;
-};
-
 void sort_by_start(CommunicatorCollectives& c) {
   std::vector<std::size_t> order(c.start_ns.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -233,11 +218,13 @@ std::vector<RankCollectives> collectives_by_rank(const TraceModel& model, const 
   const ProcessRanks rank_of(model, process_rank, ranks);
   LaunchFlows flows(model);
   std::vector<CollectiveCalls> calls = calls_by_rank(model, flows, rank_of);
-  KernelCategories kernel(model);
+  // The rule's test (is_communication_kernel_event) reads the category of each event it is
+  // given: only kernels, known by their category once per category, are given to it.
+  detail::CategoryKinds kind_of(model);
   std::vector<std::map<std::string, CommunicatorCollectives>> by_name(ranks);
   for (std::size_t i = 0; i < model.event_count(); ++i) {
     const TraceModel::Event& e = model.event(i);
-    const int r = e.is_slice() && kernel(e) && is_communication_kernel_event(model, e) ? rank_of(e) : -1;
+    const int r = e.is_slice() && kind_of(e) == EventKind::kernel && is_communication_kernel_event(model, e) ? rank_of(e) : -1;
     if (r < 0) continue;
     const auto index = static_cast<std::uint32_t>(i);
     add_collective(by_name[std::size_t(r)], group_of(model, index, calls[std::size_t(r)]), e, index);

@@ -1,5 +1,7 @@
 #include <cudascope/analysis/timeline_summary.h>
 
+#include <cudascope/analysis/event_kind.h>
+
 #include <algorithm>
 #include <unordered_map>
 

@@ -2,6 +2,8 @@
 #include <cudascope/analysis/trace_stats.h>
 #include <cudascope/util/json_escape.h>
 
+#include "category_kinds.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -212,18 +214,7 @@ TraceStats compute_stats(const TraceModel& model) {
   stats.cut_short = model.cut_short;
   stats.format = to_string(model.format);
   stats.notes = model.notes;
-  // Each category is read once (event_kind.h): a trace has few, and events many, in runs of one.
-  std::unordered_map<std::uint32_t, EventKind> kinds;
-  std::uint32_t last_cat = kNoString;
-  EventKind last_kind = category_kind({});
-  const auto kind_of = [&](const TraceModel::Event& e) {
-    if (e.cat == last_cat) return last_kind;
-    const auto [it, added] = kinds.try_emplace(e.cat, EventKind::other);
-    if (added) it->second = category_kind(model.cat(e));
-    last_cat = e.cat;
-    last_kind = it->second;
-    return last_kind;
-  };
+  detail::CategoryKinds kind_of(model);
   ByName kernels, ranges, gpu_annotations, cpu_ops, api_calls, other;
   std::map<std::string, CopyStat> copies;
   for (std::size_t i = 0; i < model.event_count(); ++i) {

@@ -4,6 +4,7 @@
 // source read for each); the figures asserted are counted by hand from the file.
 #include "trace_test_support.h"
 
+#include <cudascope/analysis/event_kind.h>
 #include <cudascope/analysis/timeline_index.h>
 #include <cudascope/analysis/trace_loader.h>
 #include <cudascope/analysis/trace_stats.h>

@@ -1,6 +1,7 @@
 #pragma once
 // What a trace event is, from its category and phase: the one reading of category names that
-// trace statistics, rank summaries, collective pairing and the viewer's index share.
+// trace statistics, rank summaries, collective pairing, launch scopes, the model's device
+// detection and the viewer's range summary (timeline_summary.h) share.
 //
 // Category names are those Kineto (torch.profiler) writes, which cudascope's traces share,
 // compared without regard to case: Kineto's names changed over the years (before April 2022,

@@ -17,7 +17,6 @@
 // UI-free (no Qt). Build once (any thread); const queries may run concurrently. update()
 // must not run concurrently with queries.
 
-#include <cudascope/analysis/event_kind.h>
 #include <cudascope/analysis/trace_model.h>
 
 #include <cstdint>
