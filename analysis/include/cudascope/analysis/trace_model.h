@@ -75,8 +75,11 @@ class TraceModel {
 
   // A process: "pid" and what the "M" events said of it.
   struct Process {
-    std::int64_t pid = 0;                // the number, or the string id of a string "pid"
-    std::uint32_t pid_text = kNoString;  // the text when the file used a string "pid"
+    // A "pid" that is a number, or a string holding one ("1": that number, kFlagPidWasText on
+    // the events that wrote it so), is `pid`, with `pid_text` kNoString. Any other string
+    // ("Spans", "07") is a process of its own: `pid_text` is its text, `pid` its string id.
+    std::int64_t pid = 0;
+    std::uint32_t pid_text = kNoString;
     std::uint32_t name = kNoString;      // M process_name
     std::uint32_t labels = kNoString;    // M process_labels
     std::int64_t sort_index = 0;         // M process_sort_index (else pid)
@@ -86,8 +89,11 @@ class TraceModel {
   // A thread of a process (CPU thread, or a GPU stream for a device): one timeline row.
   struct Track {
     std::uint32_t process = 0;           // index into processes()
-    std::int64_t tid = 0;                // the number, or the string id of a string "tid"
-    std::uint32_t tid_text = kNoString;  // the text when the file used a string "tid"
+    // As a process's pid: a number or a string holding one is `tid` (kFlagTidWasText on the
+    // events that wrote a string); any other string is a thread of its own, `tid_text` its
+    // text and `tid` its string id.
+    std::int64_t tid = 0;
+    std::uint32_t tid_text = kNoString;
     std::uint32_t name = kNoString;      // M thread_name
     std::int64_t sort_index = 0;         // M thread_sort_index (else tid)
     // Slices (X, B, b) and instants (i, I) on this track, by start time, longer first at
