@@ -193,11 +193,12 @@ TEST(TraceVersionsTest, Kineto2021CapitalisedCategoriesAreKernelsCopiesAnnotatio
   EXPECT_EQ(analysis::event_kind("gpu_user_Annotation", 'X'), analysis::EventKind::gpu_annotation);
   EXPECT_EQ(analysis::event_kind("Runtime", 'X'), analysis::EventKind::runtime);
   // The GPU process is a device by its events, as a current Kineto trace's is.
-  for (const auto& process : model->processes()) {
-    if (process.pid == 0 && process.pid_text == analysis::kNoString) {
-      EXPECT_EQ(process.device, 0);
-    }
-  }
+  const auto& processes = model->processes();
+  const auto gpu = std::find_if(processes.begin(), processes.end(), [](const analysis::TraceModel::Process& p) {
+    return p.pid == 0 && p.pid_text == analysis::kNoString;
+  });
+  ASSERT_NE(gpu, processes.end()) << "the process of pid 0";
+  EXPECT_EQ(gpu->device, 0);
 }
 
 // Writers that end every event with a comma and add the ']' afterwards (or by hand) leave
