@@ -142,7 +142,8 @@ QString MainWindow::shortcutsText() {
             "\nEverywhere:\n"
             "  Ctrl+O         open files (or drop them on the window)\n"
             "  Ctrl+F         search (trace): matches highlighted, Enter / Shift+Enter step through them\n"
-            "  Ctrl+C         copy the pinned stack (in the stack panel)\n"
+            "  Ctrl+C         in the pinned stack: copy the whole stack, full names\n"
+            "                 in a table or a table's stack list: copy the current cell, uncut\n"
             "  F1             this list\n"
             "  Ctrl+Q         quit");
 }

@@ -698,6 +698,9 @@ TEST(GuiIssue24WindowTest, SeveralSnapshotsOpenInSeveralTabs) {
   // Help lists the keys; the window fits a scaled screen.
   EXPECT_TRUE(MainWindow::shortcutsText().contains("W / S"));
   EXPECT_TRUE(MainWindow::shortcutsText().contains("F "));
+  // What Ctrl+C copies where: the pinned stack whole; in a table or its stack list, one cell uncut.
+  EXPECT_TRUE(MainWindow::shortcutsText().contains("in the pinned stack: copy the whole stack"));
+  EXPECT_TRUE(MainWindow::shortcutsText().contains("in a table or a table's stack list: copy the current cell, uncut"));
   const QSize fits = MainWindow::initialSize(QSize(960, 520));  // 1920x1080 at QT_SCALE_FACTOR=2, less panels
   EXPECT_LE(fits.width(), 960);
   EXPECT_LE(fits.height(), 520);
