@@ -21,12 +21,6 @@ using namespace cudascope::trace_testing;
 
 namespace {
 
-std::unique_ptr<analysis::TraceModel> load(const std::string& path) {
-  auto loaded = analysis::load_trace(path);
-  EXPECT_TRUE(loaded.ok()) << loaded.error;
-  return std::move(loaded.model);
-}
-
 // Compares `text` with the golden file `name` in tests/data (rewritten when CUDASCOPE_UPDATE_GOLDEN=1).
 void expect_golden(const std::string& text, const std::string& name) {
   const std::string path = data_path(name);

@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the trace reader's tests: fixture paths, temp files, gzip in memory,
-// and re-saving a trace with Python's json module (the way users re-save traces).
+// re-saving a trace with Python's json module (the way users re-save traces), and loading one.
+
+#include <cudascope/analysis/trace_loader.h>
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -76,6 +79,13 @@ inline std::string python_resave(const std::string& in, const std::string& kwarg
   std::filesystem::remove(script);
   if (rc != 0) return {};
   return out;
+}
+
+// The model of the trace at `path`, with a test failure naming the error if it cannot be read.
+inline std::unique_ptr<analysis::TraceModel> load(const std::string& path) {
+  auto loaded = analysis::load_trace(path);
+  EXPECT_TRUE(loaded.ok()) << loaded.error;
+  return std::move(loaded.model);
 }
 
 }  // namespace cudascope::trace_testing

@@ -23,12 +23,6 @@ using namespace cudascope::trace_testing;
 
 namespace {
 
-std::unique_ptr<analysis::TraceModel> load(const std::string& path) {
-  auto loaded = analysis::load_trace(path);
-  EXPECT_TRUE(loaded.ok()) << loaded.error;
-  return std::move(loaded.model);
-}
-
 const analysis::DurationStat* find(const std::vector<analysis::DurationStat>& rows, const std::string& name) {
   for (const auto& r : rows)
     if (r.name == name) return &r;
