@@ -442,6 +442,11 @@ JsonStatus TraceParser::event() {
     problem("negative \"dur\"");
     d.dur_ns = 0;
   }
+  // Every reader takes ts + dur for the slice's end: one past the clock's range would wrap.
+  if (d.has_dur && d.has_ts && d.ts_ns > 0 && d.dur_ns > INT64_MAX - d.ts_ns) {
+    problem("\"ts\" + \"dur\" is out of range");
+    d.dur_ns = INT64_MAX - d.ts_ns;
+  }
   if (d.ph == 'X' && !d.has_dur) {
     d.has_dur = true;
     d.dur_ns = 0;
