@@ -5,12 +5,21 @@
 #include <cudascope/analysis/event_kind.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 namespace cudascope::analysis {
 namespace {
+
+// The time from a B's ts to its E's, 0 for an E before its B. A trace's clock may run from
+// far below 0 to far above it, where the difference would not fit: it is then the longest.
+std::int64_t begin_to_end_ns(std::int64_t begin, std::int64_t end) {
+  if (end <= begin) return 0;
+  if (begin < 0 && end > INT64_MAX + begin) return INT64_MAX;
+  return end - begin;
+}
 
 constexpr std::uint64_t kArgsChunk = 4 << 20;
 constexpr int kEnclosingSearch = 4096;  // slices looked at when binding a flow
@@ -182,7 +191,7 @@ void TraceModelBuilder::pair_ranges(std::size_t from) {
           break;
         }
         TraceModel::Event& begin = at(stack.back());
-        begin.dur_ns = std::max<std::int64_t>(0, e.ts_ns - begin.ts_ns);
+        begin.dur_ns = begin_to_end_ns(begin.ts_ns, e.ts_ns);
         stack.pop_back();
         break;
       }
@@ -194,7 +203,7 @@ void TraceModelBuilder::pair_ranges(std::size_t from) {
           break;
         }
         TraceModel::Event& begin = at(it->second.back());
-        begin.dur_ns = std::max<std::int64_t>(0, e.ts_ns - begin.ts_ns);
+        begin.dur_ns = begin_to_end_ns(begin.ts_ns, e.ts_ns);
         it->second.pop_back();
         if (it->second.empty()) open_async_.erase(it);
         break;

@@ -134,6 +134,26 @@ TEST(TraceVersionsTest, TimesOfSixteenIntegerDigitsAreExactAndLongerOnesOutOfRan
                                       "event 2: \"ts\" is out of range", "event 3: \"ts\" is out of range"}));
 }
 
+// A B and its E (and a b and its e) at the two far ends of the clock's range: the slice lasts
+// the longest time there is, not a negative one (the difference does not fit).
+TEST(TraceVersionsTest, ABeginAndItsEndAtTheClocksFarEndsLastTheLongestTime) {
+  auto loaded = analysis::load_trace_text(
+      R"([{"ph":"B","name":"r","pid":1,"tid":1,"ts":-9223372036854774},)"
+      R"( {"ph":"E","pid":1,"tid":1,"ts":9223372036854774},)"
+      R"( {"ph":"b","cat":"c","id":1,"name":"a","pid":1,"tid":1,"ts":-9223372036854774},)"
+      R"( {"ph":"e","cat":"c","id":1,"pid":1,"tid":1,"ts":9223372036854774}])",
+      "far ends");
+  ASSERT_TRUE(loaded.ok()) << loaded.error;
+  const auto& model = *loaded.model;
+  ASSERT_EQ(model.event_count(), 4u);
+  for (std::size_t i = 0; i < model.event_count(); ++i) {
+    const auto& e = model.event(i);
+    if (e.ph == 'B' || e.ph == 'b') {
+      EXPECT_EQ(e.dur_ns, INT64_MAX) << e.ph;
+    }
+  }
+}
+
 // Kineto before April 2022 (PyTorch 1.8 to 1.11) named the GPU's categories "Kernel",
 // "Memcpy" and "Memset", and the GPU annotation "gpu_user_Annotation"; before November 2021
 // (PyTorch 1.8 to 1.10) its runtime calls were "Runtime".
